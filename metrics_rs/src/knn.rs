@@ -232,7 +232,6 @@ pub fn knn(
         Metric::Cosine => Some((inverse(&query_norms), inverse(&corpus_norms))),
         Metric::Dot => None,
     };
-    let corpus_scale = scale.as_ref().map(|(_, c)| c.as_slice());
 
     let threads = rayon::current_num_threads().max(1);
     let query_block = queries.rows.div_ceil(threads).clamp(1, MAX_QUERY_BLOCK);
@@ -256,7 +255,7 @@ pub fn knn(
                 c_start..c_end,
                 k,
                 block_size,
-                corpus_scale,
+                scale.as_ref().map(|(q, c)| (&q[q_start..q_end], c.as_slice())),
             )
         })
         .collect();
@@ -269,10 +268,9 @@ pub fn knn(
         let q_start = qb * query_block;
         for (row, top) in merge_parts(parts, k).into_iter().enumerate() {
             let q = q_start + row;
-            let q_scale = scale.as_ref().map_or(1.0, |(qs, _)| qs[q]);
             for (slot, c) in top.iter().enumerate() {
                 ids[q * k + slot] = i64::from(c.index);
-                scores[q * k + slot] = c.score * q_scale;
+                scores[q * k + slot] = c.score;
             }
         }
     }
@@ -297,6 +295,9 @@ fn merge_parts(parts: Vec<Vec<TopK>>, k: usize) -> Vec<Vec<Candidate>> {
 }
 
 /// Scores one query block against a corpus range, one corpus block at a time.
+/// `cosine_scale` holds the inverse norms of the block's queries and of the whole
+/// corpus; the value ranked is exactly the value returned, so ties seen by the
+/// caller are ordered by index.
 fn search_block(
     queries: &Matrix<'_>,
     query_rows: std::ops::Range<usize>,
@@ -304,7 +305,7 @@ fn search_block(
     corpus_rows: std::ops::Range<usize>,
     k: usize,
     block_size: usize,
-    corpus_scale: Option<&[f32]>,
+    cosine_scale: Option<(&[f32], &[f32])>,
 ) -> Vec<TopK> {
     let m = query_rows.len();
     let dim = queries.cols;
@@ -345,10 +346,11 @@ fn search_block(
                 Parallelism::None,
             );
         }
-        for (row, top) in out.chunks_exact_mut(n).zip(tops.iter_mut()) {
-            if let Some(scale) = corpus_scale {
-                for (s, &c) in row.iter_mut().zip(&scale[c_start..c_end]) {
-                    *s *= c;
+        for (i, (row, top)) in out.chunks_exact_mut(n).zip(tops.iter_mut()).enumerate() {
+            if let Some((query_scale, corpus_scale)) = cosine_scale {
+                let q = query_scale[i];
+                for (s, &c) in row.iter_mut().zip(&corpus_scale[c_start..c_end]) {
+                    *s = *s * q * c;
                 }
             }
             top.offer_row(row, c_start);

@@ -92,6 +92,9 @@ pub fn evaluate(
     }
 
     let n_metrics = cutoffs.len() * METRIC_NAMES.len();
+    let max_k = *cutoffs.last().unwrap_or(&0);
+    // discounts[rank] = 1 / log2(rank + 1), computed once instead of per document.
+    let discounts: Vec<f64> = (0..=max_k).map(|rank| 1.0 / ((rank + 1) as f64).log2()).collect();
     let mut rows = vec![0.0f64; ranking.n_queries * n_metrics];
     rows.par_chunks_mut(n_metrics)
         .zip(judged.par_iter())
@@ -101,7 +104,7 @@ pub fn evaluate(
                 let value = if no_relevant == NoRelevant::Skip { f64::NAN } else { 0.0 };
                 out.fill(value);
             } else {
-                score_query(ranking.row(q), judgements, &cutoffs, out);
+                score_query(ranking.row(q), judgements, &cutoffs, &discounts, out);
             }
         });
 
@@ -242,8 +245,8 @@ fn sorted_judgements(qrels: &[Judgements], n_queries: usize, n_docs: Option<i64>
         )
     })?;
     let upper = n_docs.unwrap_or(i64::MAX);
-    qrels
-        .iter()
+    let checked: Vec<Result<Judgements>> = qrels
+        .par_iter()
         .enumerate()
         .map(|(q, judgements)| {
             let mut sorted = judgements.clone();
@@ -263,27 +266,33 @@ fn sorted_judgements(qrels: &[Judgements], n_queries: usize, n_docs: Option<i64>
             }
             Ok(sorted)
         })
-        .collect()
+        .collect();
+    // Collected in order, so the error reported is always the first bad query row.
+    checked.into_iter().collect()
 }
 
 /// Writes every metric at every cut-off for one query with at least one relevant document.
-fn score_query(row: &[i64], judgements: &[(i64, i64)], cutoffs: &[usize], out: &mut [f64]) {
+fn score_query(
+    row: &[i64],
+    judgements: &[(i64, i64)],
+    cutoffs: &[usize],
+    discounts: &[f64],
+    out: &mut [f64],
+) {
     let n_relevant = relevant_count(judgements) as f64;
     let mut ideal: Vec<i64> = judgements.iter().map(|&(_, g)| g).filter(|&g| g > 0).collect();
     ideal.sort_unstable_by(|a, b| b.cmp(a));
-    let discount = |rank: usize| 1.0 / ((rank + 1) as f64).log2();
 
     let (mut found, mut dcg, mut ideal_dcg, mut precision_sum) = (0usize, 0.0f64, 0.0f64, 0.0f64);
     let mut first_relevant: Option<usize> = None;
     let mut next_cutoff = cutoffs.iter().enumerate().peekable();
-    let max_k = *cutoffs.last().unwrap_or(&0);
-    for rank in 1..=max_k {
+    for (rank, &discount) in discounts.iter().enumerate().skip(1) {
         let doc = row[rank - 1];
         let grade = judgements
             .binary_search_by_key(&doc, |&(d, _)| d)
             .map_or(0, |i| judgements[i].1);
         if grade > 0 {
-            dcg += grade as f64 * discount(rank);
+            dcg += grade as f64 * discount;
         }
         if grade >= 1 {
             found += 1;
@@ -291,7 +300,7 @@ fn score_query(row: &[i64], judgements: &[(i64, i64)], cutoffs: &[usize], out: &
             first_relevant.get_or_insert(rank);
         }
         if let Some(&g) = ideal.get(rank - 1) {
-            ideal_dcg += g as f64 * discount(rank);
+            ideal_dcg += g as f64 * discount;
         }
         while let Some(&(slot, &k)) = next_cutoff.peek() {
             if k != rank {

@@ -68,11 +68,12 @@ fn embeddings<'py>(
     Ok(array.readonly())
 }
 
-fn contiguous<'a>(array: &'a PyReadonlyArray2<'_, f32>) -> Cow<'a, [f32]> {
+/// The array's values in row-major order: borrowed when C-contiguous, else one copy
+/// (strided or Fortran-ordered input, whose memory order is not row-major).
+fn row_major<'a, T: numpy::Element + Copy>(array: &'a PyReadonlyArray2<'_, T>) -> Cow<'a, [T]> {
     match array.as_slice() {
-        Ok(slice) => Cow::Borrowed(slice),
-        // Strided or Fortran-ordered input: one row-major copy.
-        Err(_) => Cow::Owned(array.as_array().iter().copied().collect()),
+        Ok(slice) if array.is_c_contiguous() => Cow::Borrowed(slice),
+        _ => Cow::Owned(array.as_array().iter().copied().collect()),
     }
 }
 
@@ -98,7 +99,7 @@ fn knn<'py>(
     let k_checked = usize::try_from(k).unwrap_or(0);
     let (queries, corpus) = (embeddings("queries", queries)?, embeddings("corpus", corpus)?);
     let (q_shape, c_shape) = (queries.shape().to_vec(), corpus.shape().to_vec());
-    let (q_data, c_data) = (contiguous(&queries), contiguous(&corpus));
+    let (q_data, c_data) = (row_major(&queries), row_major(&corpus));
     let found = run_detached(py, || {
         let q = Matrix {
             data: &q_data,
@@ -185,10 +186,7 @@ fn evaluate<'py>(
         .readonly();
     let shape = ranked.shape().to_vec();
     let judged = judgements(qrels)?;
-    let ids: Cow<'_, [i64]> = match ranked.as_slice() {
-        Ok(slice) => Cow::Borrowed(slice),
-        Err(_) => Cow::Owned(ranked.as_array().iter().copied().collect()),
-    };
+    let ids = row_major(&ranked);
     let result = run_detached(py, || {
         let ranking = Ranking {
             ids: &ids,
@@ -214,12 +212,25 @@ fn evaluate<'py>(
     Ok(out)
 }
 
+/// A 1-D sequence of per-query scores as f64 (lists and any numeric dtype accepted).
+fn scores(name: &'static str, value: &Bound<'_, PyAny>) -> PyResult<Vec<f64>> {
+    let array = value
+        .extract::<PyArrayLike1<'_, f64, AllowTypeChange>>()
+        .map_err(|_| {
+            PyTypeError::new_err(format!(
+                "{name}: expected a 1-D sequence of numbers (one score per query), got {}",
+                describe(value)
+            ))
+        })?;
+    Ok(array.as_array().to_vec())
+}
+
 #[pyfunction]
 #[pyo3(signature = (a, b, *, method = "randomization", n_resamples = 10000, seed = 0, confidence = 0.95))]
 fn paired_test<'py>(
     py: Python<'py>,
-    a: PyArrayLike1<'py, f64, AllowTypeChange>,
-    b: PyArrayLike1<'py, f64, AllowTypeChange>,
+    a: &Bound<'py, PyAny>,
+    b: &Bound<'py, PyAny>,
     method: &str,
     n_resamples: i64,
     seed: u64,
@@ -227,7 +238,7 @@ fn paired_test<'py>(
 ) -> PyResult<Bound<'py, PyDict>> {
     let method = Method::parse(method)?;
     let n_resamples = positive("n_resamples", n_resamples)?;
-    let (a, b) = (a.as_array().to_vec(), b.as_array().to_vec());
+    let (a, b) = (scores("a", a)?, scores("b", b)?);
     let result = run_detached(py, || {
         crate::stats::paired_test(&a, &b, method, n_resamples, seed, confidence)
     })?;
