@@ -30,7 +30,11 @@ impl std::error::Error for InvalidArgument {}
 pub type Result<T> = std::result::Result<T, InvalidArgument>;
 
 /// Fails with `argument: message` unless `condition` holds.
-pub fn ensure(condition: bool, argument: &'static str, message: impl FnOnce() -> String) -> Result<()> {
+pub fn ensure(
+    condition: bool,
+    argument: &'static str,
+    message: impl FnOnce() -> String,
+) -> Result<()> {
     if condition {
         Ok(())
     } else {

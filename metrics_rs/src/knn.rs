@@ -162,7 +162,12 @@ fn row_norms(matrix: &Matrix<'_>) -> Vec<f64> {
     matrix
         .data
         .par_chunks(matrix.cols)
-        .map(|row| row.iter().map(|&x| f64::from(x) * f64::from(x)).sum::<f64>().sqrt())
+        .map(|row| {
+            row.iter()
+                .map(|&x| f64::from(x) * f64::from(x))
+                .sum::<f64>()
+                .sqrt()
+        })
         .collect()
 }
 
@@ -184,12 +189,21 @@ fn validate(queries: &Matrix<'_>, corpus: &Matrix<'_>, k: usize, block_size: usi
         )
     })?;
     ensure(corpus.rows <= u32::MAX as usize, "corpus", || {
-        format!("has {} rows; at most {} are supported", corpus.rows, u32::MAX)
+        format!(
+            "has {} rows; at most {} are supported",
+            corpus.rows,
+            u32::MAX
+        )
     })?;
     ensure(k >= 1 && k <= corpus.rows, "k", || {
-        format!("must be between 1 and the corpus size {}, got {k}", corpus.rows)
+        format!(
+            "must be between 1 and the corpus size {}, got {k}",
+            corpus.rows
+        )
     })?;
-    ensure(block_size >= 1, "block_size", || "must be at least 1".into())?;
+    ensure(block_size >= 1, "block_size", || {
+        "must be at least 1".into()
+    })?;
     for (name, matrix) in [("queries", queries), ("corpus", corpus)] {
         ensure(matrix.data.len() == matrix.rows * matrix.cols, name, || {
             format!(
@@ -237,7 +251,9 @@ pub fn knn(
     let query_block = queries.rows.div_ceil(threads).clamp(1, MAX_QUERY_BLOCK);
     let n_query_blocks = queries.rows.div_ceil(query_block);
     // Few query blocks (e.g. one query): split the corpus too, so every thread works.
-    let n_parts = threads.div_ceil(n_query_blocks).min(corpus.rows.div_ceil(block_size));
+    let n_parts = threads
+        .div_ceil(n_query_blocks)
+        .min(corpus.rows.div_ceil(block_size));
     let part_len = corpus.rows.div_ceil(n_parts);
 
     let partial: Vec<Vec<TopK>> = (0..n_query_blocks * n_parts)
@@ -255,7 +271,9 @@ pub fn knn(
                 c_start..c_end,
                 k,
                 block_size,
-                scale.as_ref().map(|(q, c)| (&q[q_start..q_end], c.as_slice())),
+                scale
+                    .as_ref()
+                    .map(|(q, c)| (&q[q_start..q_end], c.as_slice())),
             )
         })
         .collect();
@@ -381,7 +399,11 @@ mod tests {
                 let mut scored: Vec<(f64, usize)> = (0..c.rows)
                     .map(|j| {
                         let cj = &c.data[j * c.cols..(j + 1) * c.cols];
-                        let dot: f64 = qi.iter().zip(cj).map(|(a, b)| f64::from(*a) * f64::from(*b)).sum();
+                        let dot: f64 = qi
+                            .iter()
+                            .zip(cj)
+                            .map(|(a, b)| f64::from(*a) * f64::from(*b))
+                            .sum();
                         let s = match metric {
                             Metric::Dot => dot,
                             Metric::Cosine if norm(qi) * norm(cj) == 0.0 => 0.0,
@@ -415,14 +437,18 @@ mod tests {
                 let got = knn(q, c, k, metric, Some(block)).unwrap();
                 for (i, want) in expected.iter().enumerate() {
                     let row = i * k..(i + 1) * k;
-                    let ids: Vec<usize> = got.ids[row.clone()].iter().map(|&x| x as usize).collect();
+                    let ids: Vec<usize> =
+                        got.ids[row.clone()].iter().map(|&x| x as usize).collect();
                     let want_ids: Vec<usize> = want[..k].iter().map(|&(_, j)| j).collect();
                     if metric == Metric::Dot {
                         assert_eq!(ids, want_ids, "block {block} query {i}");
                     }
                     // Cosine ties may be broken by f32 rounding: compare the scores instead.
                     for (slot, &s) in got.scores[row].iter().enumerate() {
-                        assert!((f64::from(s) - want[slot].0).abs() < 1e-6, "{metric:?} block {block} query {i}");
+                        assert!(
+                            (f64::from(s) - want[slot].0).abs() < 1e-6,
+                            "{metric:?} block {block} query {i}"
+                        );
                     }
                 }
             }
@@ -452,15 +478,42 @@ mod tests {
         let c = [1.0, 0.0, 0.0, 1.0];
         let q = [1.0, 0.0];
         let err = |r: Result<Neighbours>| r.unwrap_err().argument;
-        assert_eq!(err(knn(matrix(&q, 2), matrix(&c, 2), 0, Metric::Dot, None)), "k");
-        assert_eq!(err(knn(matrix(&q, 2), matrix(&c, 2), 3, Metric::Dot, None)), "k");
-        assert_eq!(err(knn(matrix(&q, 2), matrix(&c, 1), 1, Metric::Dot, None)), "corpus");
-        assert_eq!(err(knn(matrix(&[], 2), matrix(&c, 2), 1, Metric::Dot, None)), "queries");
-        assert_eq!(err(knn(matrix(&q, 2), matrix(&c, 2), 1, Metric::Dot, Some(0))), "block_size");
+        assert_eq!(
+            err(knn(matrix(&q, 2), matrix(&c, 2), 0, Metric::Dot, None)),
+            "k"
+        );
+        assert_eq!(
+            err(knn(matrix(&q, 2), matrix(&c, 2), 3, Metric::Dot, None)),
+            "k"
+        );
+        assert_eq!(
+            err(knn(matrix(&q, 2), matrix(&c, 1), 1, Metric::Dot, None)),
+            "corpus"
+        );
+        assert_eq!(
+            err(knn(matrix(&[], 2), matrix(&c, 2), 1, Metric::Dot, None)),
+            "queries"
+        );
+        assert_eq!(
+            err(knn(matrix(&q, 2), matrix(&c, 2), 1, Metric::Dot, Some(0))),
+            "block_size"
+        );
         let nan = [f32::NAN, 0.0];
-        assert_eq!(err(knn(matrix(&nan, 2), matrix(&c, 2), 1, Metric::Dot, None)), "queries");
+        assert_eq!(
+            err(knn(matrix(&nan, 2), matrix(&c, 2), 1, Metric::Dot, None)),
+            "queries"
+        );
         let huge = [3e38, 3e38];
-        assert_eq!(err(knn(matrix(&huge, 2), matrix(&huge, 2), 1, Metric::Dot, None)), "queries");
+        assert_eq!(
+            err(knn(
+                matrix(&huge, 2),
+                matrix(&huge, 2),
+                1,
+                Metric::Dot,
+                None
+            )),
+            "queries"
+        );
         assert_eq!(Metric::parse("l2").unwrap_err().argument, "metric");
     }
 }

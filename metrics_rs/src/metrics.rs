@@ -94,14 +94,20 @@ pub fn evaluate(
     let n_metrics = cutoffs.len() * METRIC_NAMES.len();
     let max_k = *cutoffs.last().unwrap_or(&0);
     // discounts[rank] = 1 / log2(rank + 1), computed once instead of per document.
-    let discounts: Vec<f64> = (0..=max_k).map(|rank| 1.0 / ((rank + 1) as f64).log2()).collect();
+    let discounts: Vec<f64> = (0..=max_k)
+        .map(|rank| 1.0 / ((rank + 1) as f64).log2())
+        .collect();
     let mut rows = vec![0.0f64; ranking.n_queries * n_metrics];
     rows.par_chunks_mut(n_metrics)
         .zip(judged.par_iter())
         .enumerate()
         .for_each(|(q, (out, judgements))| {
             if relevant_count(judgements) == 0 {
-                let value = if no_relevant == NoRelevant::Skip { f64::NAN } else { 0.0 };
+                let value = if no_relevant == NoRelevant::Skip {
+                    f64::NAN
+                } else {
+                    0.0
+                };
                 out.fill(value);
             } else {
                 score_query(ranking.row(q), judgements, &cutoffs, &discounts, out);
@@ -147,7 +153,9 @@ fn relevant_count(judgements: &[(i64, i64)]) -> usize {
 
 /// Cut-offs sorted ascending without repeats.
 fn validate_cutoffs(ks: &[i64], width: usize) -> Result<Vec<usize>> {
-    ensure(!ks.is_empty(), "ks", || "is empty; give at least one cut-off such as [10]".into())?;
+    ensure(!ks.is_empty(), "ks", || {
+        "is empty; give at least one cut-off such as [10]".into()
+    })?;
     let bad = ks.iter().find(|&&k| k < 1 || k as u64 > width as u64);
     ensure(bad.is_none(), "ks", || {
         format!(
@@ -170,12 +178,17 @@ fn validate_ranking(ranking: &Ranking<'_>, n_docs: Option<i64>) -> Result<()> {
         "ranked_ids",
         || "length does not match its shape".into(),
     )?;
-    ensure(ranking.n_queries > 0, "ranked_ids", || "has no rows (no queries)".into())?;
+    ensure(ranking.n_queries > 0, "ranked_ids", || {
+        "has no rows (no queries)".into()
+    })?;
     if let Some(n) = n_docs {
         ensure(n >= 1, "n_docs", || format!("must be at least 1, got {n}"))?;
     }
     let upper = n_docs.unwrap_or(i64::MAX);
-    let out_of_range = ranking.ids.par_iter().position_first(|&id| id < 0 || id >= upper);
+    let out_of_range = ranking
+        .ids
+        .par_iter()
+        .position_first(|&id| id < 0 || id >= upper);
     if let Some(pos) = out_of_range {
         let id = ranking.ids[pos];
         let (row, col) = (pos / ranking.width, pos % ranking.width);
@@ -185,7 +198,10 @@ fn validate_ranking(ranking: &Ranking<'_>, n_docs: Option<i64>) -> Result<()> {
         };
         return Err(InvalidArgument::new(
             "ranked_ids",
-            format!("id {id} at row {row}, rank {} is out of range ({allowed})", col + 1),
+            format!(
+                "id {id} at row {row}, rank {} is out of range ({allowed})",
+                col + 1
+            ),
         ));
     }
     let max_id = ranking.ids.par_iter().copied().max().unwrap_or(0);
@@ -237,7 +253,11 @@ fn has_duplicate(row: &[i64], bitmap: &mut [u64]) -> bool {
 }
 
 /// Each query's judgements sorted by document id, after checking them.
-fn sorted_judgements(qrels: &[Judgements], n_queries: usize, n_docs: Option<i64>) -> Result<Vec<Judgements>> {
+fn sorted_judgements(
+    qrels: &[Judgements],
+    n_queries: usize,
+    n_docs: Option<i64>,
+) -> Result<Vec<Judgements>> {
     ensure(qrels.len() == n_queries, "qrels", || {
         format!(
             "has {} entries but ranked_ids has {n_queries} rows; give one mapping per query row",
@@ -261,7 +281,9 @@ fn sorted_judgements(qrels: &[Judgements], n_queries: usize, n_docs: Option<i64>
                     format!("query row {q}: document id {doc} is out of range")
                 })?;
                 ensure(grade >= 0, "qrels", || {
-                    format!("query row {q}: document {doc} has negative grade {grade}; grades are >= 0")
+                    format!(
+                        "query row {q}: document {doc} has negative grade {grade}; grades are >= 0"
+                    )
                 })?;
             }
             Ok(sorted)
@@ -280,7 +302,11 @@ fn score_query(
     out: &mut [f64],
 ) {
     let n_relevant = relevant_count(judgements) as f64;
-    let mut ideal: Vec<i64> = judgements.iter().map(|&(_, g)| g).filter(|&g| g > 0).collect();
+    let mut ideal: Vec<i64> = judgements
+        .iter()
+        .map(|&(_, g)| g)
+        .filter(|&g| g > 0)
+        .collect();
     ideal.sort_unstable_by(|a, b| b.cmp(a));
 
     let (mut found, mut dcg, mut ideal_dcg, mut precision_sum) = (0usize, 0.0f64, 0.0f64, 0.0f64);
@@ -314,7 +340,8 @@ fn score_query(
                 precision_sum / n_relevant,
                 if found > 0 { 1.0 } else { 0.0 },
             ];
-            out[slot * METRIC_NAMES.len()..(slot + 1) * METRIC_NAMES.len()].copy_from_slice(&values);
+            out[slot * METRIC_NAMES.len()..(slot + 1) * METRIC_NAMES.len()]
+                .copy_from_slice(&values);
             next_cutoff.next();
         }
     }
@@ -324,7 +351,13 @@ fn score_query(
 mod tests {
     use super::*;
 
-    fn run(ids: &[i64], width: usize, qrels: &[Judgements], ks: &[i64], policy: NoRelevant) -> Result<Evaluation> {
+    fn run(
+        ids: &[i64],
+        width: usize,
+        qrels: &[Judgements],
+        ks: &[i64],
+        policy: NoRelevant,
+    ) -> Result<Evaluation> {
         let ranking = Ranking {
             ids,
             n_queries: ids.len() / width,
@@ -360,7 +393,14 @@ mod tests {
         let ids = [4, 2, 8, 0];
         let qrels = vec![vec![(4, 3), (2, 1)]];
         let e = run(&ids, 4, &qrels, &[2], NoRelevant::Error).unwrap();
-        for name in ["mrr@2", "ndcg@2", "recall@2", "precision@2", "map@2", "hit@2"] {
+        for name in [
+            "mrr@2",
+            "ndcg@2",
+            "recall@2",
+            "precision@2",
+            "map@2",
+            "hit@2",
+        ] {
             assert_eq!(metric(&e, name), 1.0, "{name}");
         }
     }
@@ -369,11 +409,19 @@ mod tests {
     fn queries_without_relevant_documents_follow_the_policy() {
         let ids = [0, 1, 0, 1];
         let qrels = vec![vec![(0, 1)], vec![(1, 0)]];
-        assert_eq!(run(&ids, 2, &qrels, &[1], NoRelevant::Error).unwrap_err().argument, "qrels");
+        assert_eq!(
+            run(&ids, 2, &qrels, &[1], NoRelevant::Error)
+                .unwrap_err()
+                .argument,
+            "qrels"
+        );
         let zero = run(&ids, 2, &qrels, &[1], NoRelevant::Zero).unwrap();
         assert_eq!((metric(&zero, "hit@1"), zero.n_evaluated), (0.5, 2));
         let skip = run(&ids, 2, &qrels, &[1], NoRelevant::Skip).unwrap();
-        assert_eq!((metric(&skip, "hit@1"), skip.n_evaluated, skip.n_skipped), (1.0, 1, 1));
+        assert_eq!(
+            (metric(&skip, "hit@1"), skip.n_evaluated, skip.n_skipped),
+            (1.0, 1, 1)
+        );
         assert!(skip.per_query[0][1].is_nan());
     }
 
@@ -381,12 +429,21 @@ mod tests {
     fn rejects_bad_rankings_and_qrels() {
         let q = vec![vec![(0, 1)]];
         let arg = |r: Result<Evaluation>| r.unwrap_err().argument;
-        assert_eq!(arg(run(&[0, 0], 2, &q, &[1], NoRelevant::Error)), "ranked_ids");
-        assert_eq!(arg(run(&[0, -1], 2, &q, &[1], NoRelevant::Error)), "ranked_ids");
+        assert_eq!(
+            arg(run(&[0, 0], 2, &q, &[1], NoRelevant::Error)),
+            "ranked_ids"
+        );
+        assert_eq!(
+            arg(run(&[0, -1], 2, &q, &[1], NoRelevant::Error)),
+            "ranked_ids"
+        );
         assert_eq!(arg(run(&[0, 1], 2, &q, &[3], NoRelevant::Error)), "ks");
         assert_eq!(arg(run(&[0, 1], 2, &q, &[], NoRelevant::Error)), "ks");
         assert_eq!(arg(run(&[0, 1], 2, &[], &[1], NoRelevant::Error)), "qrels");
-        assert_eq!(arg(run(&[0, 1], 2, &[vec![(0, -1)]], &[1], NoRelevant::Error)), "qrels");
+        assert_eq!(
+            arg(run(&[0, 1], 2, &[vec![(0, -1)]], &[1], NoRelevant::Error)),
+            "qrels"
+        );
         let big = [0, BITMAP_LIMIT + 5, BITMAP_LIMIT + 5];
         assert_eq!(arg(run(&big, 3, &q, &[1], NoRelevant::Error)), "ranked_ids");
         let ranking = Ranking {
@@ -394,6 +451,11 @@ mod tests {
             n_queries: 1,
             width: 2,
         };
-        assert_eq!(evaluate(ranking, &q, &[1], NoRelevant::Error, Some(5)).unwrap_err().argument, "ranked_ids");
+        assert_eq!(
+            evaluate(ranking, &q, &[1], NoRelevant::Error, Some(5))
+                .unwrap_err()
+                .argument,
+            "ranked_ids"
+        );
     }
 }

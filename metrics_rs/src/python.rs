@@ -5,8 +5,8 @@ use std::borrow::Cow;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use numpy::{
-    AllowTypeChange, IntoPyArray, PyArray2, PyArrayLike1, PyArrayMethods,
-    PyReadonlyArray2, PyUntypedArray, PyUntypedArrayMethods,
+    AllowTypeChange, IntoPyArray, PyArray2, PyArrayLike1, PyArrayMethods, PyReadonlyArray2,
+    PyUntypedArray, PyUntypedArrayMethods,
 };
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -44,13 +44,19 @@ fn run_detached<T: Send>(
     }
 }
 
-/// Describes a wrongly typed argument: its dtype and shape when it is an array.
+/// Describes a wrongly typed argument: its type, or its dimensions and dtype for an array.
 fn describe(value: &Bound<'_, PyAny>) -> String {
     match value.cast::<PyUntypedArray>() {
         Ok(array) => format!("a {}-D {} array", array.ndim(), array.dtype()),
-        Err(_) => format!("{}", value.get_type().name().map_or("?".into(), |n| n.to_string())),
+        Err(_) => value
+            .get_type()
+            .name()
+            .map_or_else(|_| "?".to_string(), |n| n.to_string()),
     }
 }
+
+/// `(ids, scores)` as returned by `knn`.
+type NeighbourArrays<'py> = (Bound<'py, PyArray2<i64>>, Bound<'py, PyArray2<f32>>);
 
 /// A 2-D float32 array, borrowed without a copy when C-contiguous.
 fn embeddings<'py>(
@@ -93,11 +99,14 @@ fn knn<'py>(
     k: i64,
     metric: &str,
     block_size: Option<i64>,
-) -> PyResult<(Bound<'py, PyArray2<i64>>, Bound<'py, PyArray2<f32>>)> {
+) -> PyResult<NeighbourArrays<'py>> {
     let metric = Metric::parse(metric)?;
     let block_size = block_size.map(|b| positive("block_size", b)).transpose()?;
     let k_checked = usize::try_from(k).unwrap_or(0);
-    let (queries, corpus) = (embeddings("queries", queries)?, embeddings("corpus", corpus)?);
+    let (queries, corpus) = (
+        embeddings("queries", queries)?,
+        embeddings("corpus", corpus)?,
+    );
     let (q_shape, c_shape) = (queries.shape().to_vec(), corpus.shape().to_vec());
     let (q_data, c_data) = (row_major(&queries), row_major(&corpus));
     let found = run_detached(py, || {
@@ -112,7 +121,10 @@ fn knn<'py>(
             cols: c_shape[1],
         };
         if k < 1 {
-            return Err(InvalidArgument::new("k", format!("must be at least 1, got {k}")));
+            return Err(InvalidArgument::new(
+                "k",
+                format!("must be at least 1, got {k}"),
+            ));
         }
         crate::knn::knn(q, c, k_checked, metric, block_size)
     })?;
@@ -152,7 +164,11 @@ fn judgements(qrels: &Bound<'_, PyAny>) -> PyResult<Vec<Judgements>> {
     Ok(all)
 }
 
-fn grade_pair(row: usize, doc: &Bound<'_, PyAny>, grade: &Bound<'_, PyAny>) -> Result<(i64, i64), String> {
+fn grade_pair(
+    row: usize,
+    doc: &Bound<'_, PyAny>,
+    grade: &Bound<'_, PyAny>,
+) -> Result<(i64, i64), String> {
     let doc = doc
         .extract::<i64>()
         .map_err(|_| format!("entry {row} has a non-integer document id {doc}"))?;
@@ -253,7 +269,9 @@ fn paired_test<'py>(
 /// Deliberately panics in Rust; lets the tests prove a panic reaches Python as an exception.
 #[pyfunction]
 fn _panic(py: Python<'_>, message: String) -> PyResult<()> {
-    run_detached(py, || -> Result<(), InvalidArgument> { panic!("{message}") })
+    run_detached(py, || -> Result<(), InvalidArgument> {
+        panic!("{message}")
+    })
 }
 
 #[pymodule]

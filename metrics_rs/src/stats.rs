@@ -60,7 +60,11 @@ pub fn paired_test(
     confidence: f64,
 ) -> Result<PairedTest> {
     ensure(a.len() == b.len(), "b", || {
-        format!("has {} scores but a has {}; pass per-query scores of the same queries", b.len(), a.len())
+        format!(
+            "has {} scores but a has {}; pass per-query scores of the same queries",
+            b.len(),
+            a.len()
+        )
     })?;
     ensure(!a.is_empty(), "a", || "is empty".into())?;
     for (name, values) in [("a", a), ("b", b)] {
@@ -69,12 +73,16 @@ pub fn paired_test(
             format!("value at index {} is NaN or inf", bad.unwrap_or_default())
         })?;
     }
-    ensure(n_resamples >= 1, "n_resamples", || "must be at least 1".into())?;
+    ensure(n_resamples >= 1, "n_resamples", || {
+        "must be at least 1".into()
+    })?;
     ensure(confidence > 0.0 && confidence < 1.0, "confidence", || {
         format!("must be strictly between 0 and 1, got {confidence}")
     })?;
     if method == Method::T {
-        ensure(a.len() >= 2, "a", || "a t-test needs at least 2 paired scores".into())?;
+        ensure(a.len() >= 2, "a", || {
+            "a t-test needs at least 2 paired scores".into()
+        })?;
     }
 
     let diffs: Vec<f64> = a.iter().zip(b).map(|(x, y)| x - y).collect();
@@ -94,7 +102,10 @@ pub fn paired_test(
         Method::Bootstrap => {
             let means = bootstrap_means(&diffs, n_resamples, seed);
             let observed = delta.abs() * (1.0 - TIE_TOLERANCE);
-            let hits = means.iter().filter(|&&m| (m - delta).abs() >= observed).count();
+            let hits = means
+                .iter()
+                .filter(|&&m| (m - delta).abs() >= observed)
+                .count();
             let (ci_low, ci_high) = percentile_interval(means, confidence);
             PairedTest {
                 delta,
@@ -310,7 +321,10 @@ mod tests {
     fn ln_gamma_matches_factorials() {
         let mut factorial = 1.0f64;
         for n in 1..20 {
-            assert!((ln_gamma(f64::from(n)) - factorial.ln()).abs() < 1e-12, "n = {n}");
+            assert!(
+                (ln_gamma(f64::from(n)) - factorial.ln()).abs() < 1e-12,
+                "n = {n}"
+            );
             factorial *= f64::from(n);
         }
         assert!((ln_gamma(0.5) - std::f64::consts::PI.sqrt().ln()).abs() < 1e-14);
@@ -319,7 +333,15 @@ mod tests {
     #[test]
     fn exact_randomization_counts_every_sign_pattern() {
         // d = [1, 2, 3]: sums over the 8 patterns are ±6, ±4, ±2, ±0 -> |sum| >= 6 twice.
-        let r = paired_test(&[1.0, 2.0, 3.0], &[0.0; 3], Method::Randomization, 8, 0, 0.95).unwrap();
+        let r = paired_test(
+            &[1.0, 2.0, 3.0],
+            &[0.0; 3],
+            Method::Randomization,
+            8,
+            0,
+            0.95,
+        )
+        .unwrap();
         assert_eq!(r.p_value, 2.0 / 8.0);
         assert_eq!(r.delta, 2.0);
     }
@@ -341,12 +363,34 @@ mod tests {
     #[test]
     fn rejects_bad_arguments() {
         let arg = |r: Result<PairedTest>| r.unwrap_err().argument;
-        assert_eq!(arg(paired_test(&[1.0], &[1.0, 2.0], Method::T, 10, 0, 0.95)), "b");
+        assert_eq!(
+            arg(paired_test(&[1.0], &[1.0, 2.0], Method::T, 10, 0, 0.95)),
+            "b"
+        );
         assert_eq!(arg(paired_test(&[], &[], Method::T, 10, 0, 0.95)), "a");
-        assert_eq!(arg(paired_test(&[1.0], &[2.0], Method::T, 10, 0, 0.95)), "a");
-        assert_eq!(arg(paired_test(&[f64::NAN], &[2.0], Method::Bootstrap, 10, 0, 0.95)), "a");
-        assert_eq!(arg(paired_test(&[1.0], &[2.0], Method::Bootstrap, 0, 0, 0.95)), "n_resamples");
-        assert_eq!(arg(paired_test(&[1.0], &[2.0], Method::Bootstrap, 10, 0, 1.0)), "confidence");
+        assert_eq!(
+            arg(paired_test(&[1.0], &[2.0], Method::T, 10, 0, 0.95)),
+            "a"
+        );
+        assert_eq!(
+            arg(paired_test(
+                &[f64::NAN],
+                &[2.0],
+                Method::Bootstrap,
+                10,
+                0,
+                0.95
+            )),
+            "a"
+        );
+        assert_eq!(
+            arg(paired_test(&[1.0], &[2.0], Method::Bootstrap, 0, 0, 0.95)),
+            "n_resamples"
+        );
+        assert_eq!(
+            arg(paired_test(&[1.0], &[2.0], Method::Bootstrap, 10, 0, 1.0)),
+            "confidence"
+        );
         assert_eq!(Method::parse("wilcoxon").unwrap_err().argument, "method");
     }
 }

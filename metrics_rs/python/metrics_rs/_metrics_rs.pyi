@@ -6,6 +6,8 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+__all__ = ["__version__", "knn", "evaluate", "paired_test", "_panic"]
+
 __version__: str
 
 def knn(

@@ -1,0 +1,93 @@
+# mathembed developer entry points. `make help` lists the targets.
+#
+# Everything runs inside ./.venv, created from $(PYTHON) (3.11+) on first use.
+# Installs are pinned in pyproject.toml and redone only when it changes (stamp files).
+
+SHELL := bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+.DELETE_ON_ERROR:
+
+PYTHON ?= python3
+VENV := .venv
+VPY := $(VENV)/bin/python
+STAMP_DEV := $(VENV)/.stamp-dev
+STAMP_BENCH := $(VENV)/.stamp-bench
+CARGO_TOML := metrics_rs/Cargo.toml
+CARGO_MANIFEST := --manifest-path $(CARGO_TOML)
+PY_SOURCES := pipelines flows tests benchmarks
+
+# Offline / no-telemetry switches: defined once in pipelines/offline.env (which
+# pipelines.offline also reads). `?=` keeps a value already set in the environment,
+# the same rule as os.environ.setdefault on the Python side.
+OFFLINE_ENV_FILE := pipelines/offline.env
+OFFLINE_LINES := $(shell grep -E '^[A-Z_][A-Z0-9_]*=' $(OFFLINE_ENV_FILE))
+offline_key = $(firstword $(subst =, ,$(1)))
+offline_value = $(patsubst $(call offline_key,$(1))=%,%,$(1))
+OFFLINE_KEYS := $(foreach line,$(OFFLINE_LINES),$(call offline_key,$(line)))
+$(foreach line,$(OFFLINE_LINES),$(eval $(call offline_key,$(line)) ?= $(call offline_value,$(line))))
+export $(OFFLINE_KEYS)
+
+.PHONY: help venv build test demo bench fmt clean distclean rust-tools offline-env
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## /  make \1\t/' | expand -t 22
+
+venv: $(STAMP_DEV) ## create .venv and install mathembed (editable) with the dev extra
+
+$(VPY):
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
+		{ echo "error: $(PYTHON) is older than 3.11; run e.g. 'make PYTHON=python3.11 ...'" >&2; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP_DEV): pyproject.toml | $(VPY)
+	$(VPY) -m pip install --quiet -e '.[dev]'
+	touch $@
+
+$(STAMP_BENCH): pyproject.toml $(STAMP_DEV)
+	$(VPY) -m pip install --quiet -e '.[dev,bench]'
+	touch $@
+
+# Always runs maturin; cargo's incremental build makes it quick when nothing changed.
+build: $(STAMP_DEV) ## build metrics_rs (release) into .venv with maturin
+	VIRTUAL_ENV=$(abspath $(VENV)) $(VENV)/bin/maturin develop --release -m $(CARGO_TOML)
+
+# rustfmt and clippy are rustup components; add them only if they are missing
+# (rustup needs network for that, so an already-present toolchain is left alone).
+rust-tools:
+	@cargo fmt --version >/dev/null 2>&1 || rustup component add rustfmt
+	@cargo clippy --version >/dev/null 2>&1 || rustup component add clippy
+
+test: rust-tools build ## Rust fmt/clippy/tests, ruff, mypy, stubtest, pytest
+	cargo fmt $(CARGO_MANIFEST) --check
+	cargo clippy $(CARGO_MANIFEST) --all-targets -- -D warnings
+	cargo test $(CARGO_MANIFEST)
+	$(VENV)/bin/ruff check $(PY_SOURCES)
+	$(VENV)/bin/ruff format --check $(PY_SOURCES)
+	$(VPY) -m mypy pipelines flows
+	$(VPY) -m mypy.stubtest metrics_rs
+	$(VPY) -m pytest
+
+demo: $(STAMP_BENCH) build ## quick metrics benchmark (installs the bench extra)
+	@echo "mathembed demo: until the pipeline exists, the demo is the metrics_rs benchmark (--quick)."
+	$(VPY) benchmarks/bench_metrics.py --quick
+
+bench: $(STAMP_BENCH) build ## full metrics benchmark -> benchmarks/results/metrics.json
+	$(VPY) benchmarks/bench_metrics.py
+
+fmt: $(STAMP_DEV) ## format Rust and Python, apply safe lint fixes
+	cargo fmt $(CARGO_MANIFEST)
+	$(VENV)/bin/ruff check --fix $(PY_SOURCES)
+	$(VENV)/bin/ruff format $(PY_SOURCES)
+
+offline-env: ## print the offline switches as the recipes see them
+	@for key in $(OFFLINE_KEYS); do echo "$$key=$${!key}"; done
+
+clean: ## remove build outputs (cargo target, built .so) and tool caches (keeps .venv)
+	cargo clean $(CARGO_MANIFEST)
+	rm -f metrics_rs/python/metrics_rs/_metrics_rs.*.so
+	rm -rf .mypy_cache .ruff_cache .pytest_cache .hypothesis build *.egg-info
+	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
+
+distclean: clean ## clean, and remove .venv too
+	rm -rf $(VENV)

@@ -1,0 +1,99 @@
+"""The ``mathembed`` command line: one Typer app, one command per user-facing task.
+
+Commands are thin shells: they parse arguments, call a pure function or a script, and
+turn failures into a message and an exit code. Later issues add the stage commands
+(ingest, promote, search, status, ...) here, next to the ones below.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from pipelines import offline
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+BENCH_METRICS_SCRIPT = REPO_ROOT / "benchmarks" / "bench_metrics.py"
+
+app = typer.Typer(
+    name="mathembed",
+    help=(
+        "mathembed keeps an embedding model for mathematical concept retrieval fresh. "
+        "Offline and no-telemetry switches (pipelines/offline.env) are applied at "
+        "startup unless already set in the environment."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback()
+def _startup() -> None:
+    # Runs before every command, never at import time: importing pipelines.cli
+    # must not change the environment.
+    offline.apply()
+
+
+@app.command()
+def version() -> None:
+    """Print the versions of mathembed and of the metrics_rs extension."""
+    try:
+        mathembed_version = metadata.version("mathembed")
+    except metadata.PackageNotFoundError:
+        mathembed_version = "unknown (not installed; run `make venv`)"
+    typer.echo(f"mathembed {mathembed_version}")
+    try:
+        # `from ... import` also fails cleanly when only the unbuilt source folder
+        # ./metrics_rs is found (it then imports as an empty namespace package).
+        from metrics_rs import __version__ as metrics_rs_version
+    except ImportError as error:
+        typer.echo(f"metrics_rs is not importable ({error}); build it with `make build`", err=True)
+        raise typer.Exit(code=1) from error
+    typer.echo(f"metrics_rs {metrics_rs_version}")
+
+
+@app.command("bench-metrics")
+def bench_metrics(
+    quick: Annotated[
+        bool, typer.Option("--quick", help="Shrunk sizes: a quicker run (what `make demo` does).")
+    ] = False,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            help="Where to write the JSON results (default: the script's, "
+            "benchmarks/results/metrics.json).",
+            dir_okay=False,
+        ),
+    ] = None,
+) -> None:
+    """Benchmark metrics_rs (kNN, IR metrics) side by side with its reference anchors.
+
+    Runs benchmarks/bench_metrics.py with the current Python interpreter and exits
+    with its exit code.
+    """
+    script = BENCH_METRICS_SCRIPT
+    if not script.is_file():
+        typer.echo(
+            f"benchmark script not found: {script}; run this command from a source "
+            "checkout of mathembed (the benchmarks are not part of the installed package)",
+            err=True,
+        )
+        raise typer.Exit(code=2)
+    command = [sys.executable, str(script)]
+    if quick:
+        command.append("--quick")
+    if out is not None:
+        command += ["--out", str(out)]
+    completed = subprocess.run(command, check=False)
+    raise typer.Exit(code=completed.returncode)
+
+
+if __name__ == "__main__":
+    app()
