@@ -356,7 +356,7 @@ def test_outputs_are_fresh_writable_arrays():
 
 @pytest.mark.parametrize("metric", ["cosine", "dot"])
 def test_larger_than_default_block_and_many_queries(metric):
-    # n_c > 2 * the default block size (4096), plenty of queries for every worker thread
+    # n_c > 4 * the default block size (2048), plenty of queries for every worker thread
     q, c = random_data(17, 300, 9000, 16)
     ids, scores = metrics_rs.knn(q, c, 7, metric=metric)
     assert_knn_valid(ids, scores, ref_scores(q, c, metric), 7)

@@ -6,7 +6,7 @@ The one place where mathembed defines its retrieval metrics. Public API:
     Exact top-``k`` corpus rows for every query row. ``ids`` is ``int64[n_q, k]``,
     ``scores`` is ``float32[n_q, k]``. Ties are broken deterministically: score
     descending, then corpus index ascending. The score matrix is computed one block
-    (``block_size`` corpus rows, default 4096, per worker thread) at a time, never
+    (``block_size`` corpus rows, default 2048, per worker thread) at a time, never
     whole. With ``metric="cosine"`` a zero vector has cosine 0 with everything.
     Embeddings must be ``float32`` (a ``float64`` array is refused with a
     ``TypeError`` rather than silently rounded or copied); non-contiguous
