@@ -54,8 +54,73 @@ impl<'a> Ranking<'a> {
     }
 }
 
-/// Judged documents of one query: `(document id, grade)`.
-pub type Judgements = Vec<(i64, i64)>;
+/// Graded judgements of every query row, stored flat: row `q` owns
+/// `pairs[offsets[q]..offsets[q + 1]]`, each `(document id, grade)`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Qrels {
+    offsets: Vec<usize>,
+    pairs: Vec<(i64, i64)>,
+}
+
+impl Default for Qrels {
+    fn default() -> Self {
+        Self {
+            offsets: vec![0],
+            pairs: Vec::new(),
+        }
+    }
+}
+
+impl Qrels {
+    /// Appends the judgements of the next query row.
+    pub fn push_query(&mut self, judgements: impl IntoIterator<Item = (i64, i64)>) {
+        self.pairs.extend(judgements);
+        self.offsets.push(self.pairs.len());
+    }
+
+    pub fn n_queries(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    fn query(&self, q: usize) -> &[(i64, i64)] {
+        &self.pairs[self.offsets[q]..self.offsets[q + 1]]
+    }
+
+    /// Sorts every row's judgements by document id and checks them.
+    fn sort_and_check(&mut self, n_docs: Option<i64>) -> Result<()> {
+        let upper = n_docs.unwrap_or(i64::MAX);
+        for q in 0..self.n_queries() {
+            let judgements = &mut self.pairs[self.offsets[q]..self.offsets[q + 1]];
+            judgements.sort_unstable();
+            for pair in judgements.windows(2) {
+                ensure(pair[0].0 != pair[1].0, "qrels", || {
+                    format!("query row {q} judges document {} twice", pair[0].0)
+                })?;
+            }
+            for &(doc, grade) in judgements.iter() {
+                ensure(doc >= 0 && doc < upper, "qrels", || {
+                    format!("query row {q}: document id {doc} is out of range")
+                })?;
+                ensure(grade >= 0, "qrels", || {
+                    format!(
+                        "query row {q}: document {doc} has negative grade {grade}; grades are >= 0"
+                    )
+                })?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<J: IntoIterator<Item = (i64, i64)>> FromIterator<J> for Qrels {
+    fn from_iter<I: IntoIterator<Item = J>>(rows: I) -> Self {
+        let mut qrels = Self::default();
+        for judgements in rows {
+            qrels.push_query(judgements);
+        }
+        qrels
+    }
+}
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Evaluation {
@@ -72,16 +137,26 @@ pub struct Evaluation {
 /// Evaluates every ranking row against its judgements at every cut-off in `ks`.
 pub fn evaluate(
     ranking: Ranking<'_>,
-    qrels: &[Judgements],
+    mut qrels: Qrels,
     ks: &[i64],
     no_relevant: NoRelevant,
     n_docs: Option<i64>,
 ) -> Result<Evaluation> {
     let cutoffs = validate_cutoffs(ks, ranking.width)?;
     validate_ranking(&ranking, n_docs)?;
-    let judged = sorted_judgements(qrels, ranking.n_queries, n_docs)?;
+    ensure(qrels.n_queries() == ranking.n_queries, "qrels", || {
+        format!(
+            "has {} entries but ranked_ids has {} rows; give one mapping per query row",
+            qrels.n_queries(),
+            ranking.n_queries
+        )
+    })?;
+    qrels.sort_and_check(n_docs)?;
+    let relevant: Vec<usize> = (0..qrels.n_queries())
+        .map(|q| relevant_count(qrels.query(q)))
+        .collect();
     if no_relevant == NoRelevant::Error {
-        let first_empty = judged.iter().position(|j| relevant_count(j) == 0);
+        let first_empty = relevant.iter().position(|&r| r == 0);
         ensure(first_empty.is_none(), "qrels", || {
             format!(
                 "query row {} has no relevant document (grade >= 1); fix the qrels, or pass \
@@ -99,10 +174,9 @@ pub fn evaluate(
         .collect();
     let mut rows = vec![0.0f64; ranking.n_queries * n_metrics];
     rows.par_chunks_mut(n_metrics)
-        .zip(judged.par_iter())
         .enumerate()
-        .for_each(|(q, (out, judgements))| {
-            if relevant_count(judgements) == 0 {
+        .for_each_init(Vec::new, |ideal, (q, out)| {
+            if relevant[q] == 0 {
                 let value = if no_relevant == NoRelevant::Skip {
                     f64::NAN
                 } else {
@@ -110,12 +184,16 @@ pub fn evaluate(
                 };
                 out.fill(value);
             } else {
-                score_query(ranking.row(q), judgements, &cutoffs, &discounts, out);
+                let judgements = qrels.query(q);
+                ideal.clear();
+                ideal.extend(judgements.iter().map(|&(_, g)| g).filter(|&g| g > 0));
+                ideal.sort_unstable_by(|a, b| b.cmp(a));
+                score_query(ranking.row(q), judgements, ideal, &cutoffs, &discounts, out);
             }
         });
 
     let n_skipped = if no_relevant == NoRelevant::Skip {
-        judged.iter().filter(|j| relevant_count(j) == 0).count()
+        relevant.iter().filter(|&&r| r == 0).count()
     } else {
         0
     };
@@ -184,47 +262,54 @@ fn validate_ranking(ranking: &Ranking<'_>, n_docs: Option<i64>) -> Result<()> {
     if let Some(n) = n_docs {
         ensure(n >= 1, "n_docs", || format!("must be at least 1, got {n}"))?;
     }
+    ensure(ranking.width > 0, "ranked_ids", || {
+        "has no columns (empty rankings)".into()
+    })?;
     let upper = n_docs.unwrap_or(i64::MAX);
-    let out_of_range = ranking
+    let max_id = ranking
         .ids
-        .par_iter()
-        .position_first(|&id| id < 0 || id >= upper);
-    if let Some(pos) = out_of_range {
-        let id = ranking.ids[pos];
-        let (row, col) = (pos / ranking.width, pos % ranking.width);
-        let allowed = match n_docs {
-            Some(n) => format!("0..{n}"),
-            None => "non-negative".to_string(),
+        .par_chunks(ranking.width)
+        .map(|row| row.iter().copied().max().unwrap_or(0))
+        .max()
+        .unwrap_or(0);
+    let bitmap_words = if (0..BITMAP_LIMIT).contains(&max_id) {
+        max_id as usize / 64 + 1
+    } else {
+        0
+    };
+    // One pass per row, rows in parallel; collecting keeps row order, so the error
+    // reported is always the first bad row.
+    let problems: Vec<Option<String>> = ranking
+        .ids
+        .par_chunks(ranking.width)
+        .enumerate()
+        .map_init(
+            || vec![0u64; bitmap_words],
+            |bitmap, (q, row)| row_problem(q, row, upper, bitmap),
+        )
+        .collect();
+    match problems.into_iter().flatten().next() {
+        Some(message) => Err(InvalidArgument::new("ranked_ids", message)),
+        None => Ok(()),
+    }
+}
+
+/// What is wrong with ranking row `q`, if anything: an id outside `0..upper`, or a repeat.
+fn row_problem(q: usize, row: &[i64], upper: i64, bitmap: &mut [u64]) -> Option<String> {
+    if let Some(rank) = row.iter().position(|&id| id < 0 || id >= upper) {
+        let allowed = if upper == i64::MAX {
+            "ids must be non-negative".to_string()
+        } else {
+            format!("ids must be in 0..{upper} (n_docs)")
         };
-        return Err(InvalidArgument::new(
-            "ranked_ids",
-            format!(
-                "id {id} at row {row}, rank {} is out of range ({allowed})",
-                col + 1
-            ),
+        return Some(format!(
+            "id {} at row {q}, rank {} is out of range: {allowed}",
+            row[rank],
+            rank + 1
         ));
     }
-    let max_id = ranking.ids.par_iter().copied().max().unwrap_or(0);
-    let duplicate_row = (0..ranking.n_queries)
-        .into_par_iter()
-        .map_init(
-            || {
-                if max_id < BITMAP_LIMIT {
-                    vec![0u64; max_id as usize / 64 + 1]
-                } else {
-                    Vec::new()
-                }
-            },
-            |bitmap, q| has_duplicate(ranking.row(q), bitmap).then_some(q),
-        )
-        .find_first(Option::is_some)
-        .flatten();
-    ensure(duplicate_row.is_none(), "ranked_ids", || {
-        format!(
-            "row {} lists the same document twice; a ranking must not repeat ids",
-            duplicate_row.unwrap_or_default()
-        )
-    })
+    has_duplicate(row, bitmap)
+        .then(|| format!("row {q} lists the same document twice; a ranking must not repeat ids"))
 }
 
 /// Whether `row` repeats an id. Uses `bitmap` (left all-zero) when it is large
@@ -252,62 +337,17 @@ fn has_duplicate(row: &[i64], bitmap: &mut [u64]) -> bool {
     found
 }
 
-/// Each query's judgements sorted by document id, after checking them.
-fn sorted_judgements(
-    qrels: &[Judgements],
-    n_queries: usize,
-    n_docs: Option<i64>,
-) -> Result<Vec<Judgements>> {
-    ensure(qrels.len() == n_queries, "qrels", || {
-        format!(
-            "has {} entries but ranked_ids has {n_queries} rows; give one mapping per query row",
-            qrels.len()
-        )
-    })?;
-    let upper = n_docs.unwrap_or(i64::MAX);
-    let checked: Vec<Result<Judgements>> = qrels
-        .par_iter()
-        .enumerate()
-        .map(|(q, judgements)| {
-            let mut sorted = judgements.clone();
-            sorted.sort_unstable();
-            for pair in sorted.windows(2) {
-                ensure(pair[0].0 != pair[1].0, "qrels", || {
-                    format!("query row {q} judges document {} twice", pair[0].0)
-                })?;
-            }
-            for &(doc, grade) in &sorted {
-                ensure(doc >= 0 && doc < upper, "qrels", || {
-                    format!("query row {q}: document id {doc} is out of range")
-                })?;
-                ensure(grade >= 0, "qrels", || {
-                    format!(
-                        "query row {q}: document {doc} has negative grade {grade}; grades are >= 0"
-                    )
-                })?;
-            }
-            Ok(sorted)
-        })
-        .collect();
-    // Collected in order, so the error reported is always the first bad query row.
-    checked.into_iter().collect()
-}
-
 /// Writes every metric at every cut-off for one query with at least one relevant document.
+/// `judgements` are sorted by document id; `ideal` holds the positive grades, highest first.
 fn score_query(
     row: &[i64],
     judgements: &[(i64, i64)],
+    ideal: &[i64],
     cutoffs: &[usize],
     discounts: &[f64],
     out: &mut [f64],
 ) {
     let n_relevant = relevant_count(judgements) as f64;
-    let mut ideal: Vec<i64> = judgements
-        .iter()
-        .map(|&(_, g)| g)
-        .filter(|&g| g > 0)
-        .collect();
-    ideal.sort_unstable_by(|a, b| b.cmp(a));
 
     let (mut found, mut dcg, mut ideal_dcg, mut precision_sum) = (0usize, 0.0f64, 0.0f64, 0.0f64);
     let mut first_relevant: Option<usize> = None;
@@ -354,7 +394,7 @@ mod tests {
     fn run(
         ids: &[i64],
         width: usize,
-        qrels: &[Judgements],
+        qrels: &[Vec<(i64, i64)>],
         ks: &[i64],
         policy: NoRelevant,
     ) -> Result<Evaluation> {
@@ -363,7 +403,7 @@ mod tests {
             n_queries: ids.len() / width,
             width,
         };
-        evaluate(ranking, qrels, ks, policy, None)
+        evaluate(ranking, qrels.iter().cloned().collect(), ks, policy, None)
     }
 
     fn metric(e: &Evaluation, name: &str) -> f64 {
@@ -452,9 +492,15 @@ mod tests {
             width: 2,
         };
         assert_eq!(
-            evaluate(ranking, &q, &[1], NoRelevant::Error, Some(5))
-                .unwrap_err()
-                .argument,
+            evaluate(
+                ranking,
+                q.iter().cloned().collect(),
+                &[1],
+                NoRelevant::Error,
+                Some(5)
+            )
+            .unwrap_err()
+            .argument,
             "ranked_ids"
         );
     }

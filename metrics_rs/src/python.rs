@@ -14,7 +14,7 @@ use pyo3::types::{PyDict, PyMapping};
 
 use crate::error::InvalidArgument;
 use crate::knn::{Matrix, Metric};
-use crate::metrics::{Judgements, NoRelevant, Ranking};
+use crate::metrics::{NoRelevant, Qrels, Ranking};
 use crate::stats::Method;
 
 impl From<InvalidArgument> for PyErr {
@@ -135,31 +135,31 @@ fn knn<'py>(
 }
 
 /// One mapping per query row: document id -> integer grade.
-fn judgements(qrels: &Bound<'_, PyAny>) -> PyResult<Vec<Judgements>> {
+fn judgements(qrels: &Bound<'_, PyAny>) -> PyResult<Qrels> {
     let type_error = |what: String| {
         PyTypeError::new_err(format!(
             "qrels: {what}; expected a sequence with one mapping {{doc_id: grade}} (int -> int) \
              per query row"
         ))
     };
-    let mut all = Vec::new();
+    let mut all = Qrels::default();
+    let mut judged = Vec::new();
     for (row, item) in qrels.try_iter()?.enumerate() {
         let item = item?;
-        let mut judged = Vec::new();
+        judged.clear();
         if let Ok(dict) = item.cast::<PyDict>() {
-            judged.reserve(dict.len());
             for (doc, grade) in dict.iter() {
-                judged.push(grade_pair(row, &doc, &grade).map_err(&type_error)?);
+                judged.push(grade_pair(row, &doc, &grade).map_err(type_error)?);
             }
         } else if let Ok(mapping) = item.cast::<PyMapping>() {
             for pair in mapping.items()?.iter() {
                 let (doc, grade) = pair.extract::<(Bound<'_, PyAny>, Bound<'_, PyAny>)>()?;
-                judged.push(grade_pair(row, &doc, &grade).map_err(&type_error)?);
+                judged.push(grade_pair(row, &doc, &grade).map_err(type_error)?);
             }
         } else {
             return Err(type_error(format!("entry {row} is {}", describe(&item))));
         }
-        all.push(judged);
+        all.push_query(judged.drain(..));
     }
     Ok(all)
 }
@@ -209,7 +209,7 @@ fn evaluate<'py>(
             n_queries: shape[0],
             width: shape[1],
         };
-        crate::metrics::evaluate(ranking, &judged, &ks, policy, n_docs)
+        crate::metrics::evaluate(ranking, judged, &ks, policy, n_docs)
     })?;
 
     let out = PyDict::new(py);
