@@ -93,7 +93,11 @@ THREAD_ENV_VARS = (
     "RAYON_NUM_THREADS",
     "NUMBA_NUM_THREADS",
 )
-DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "metrics.json"
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+# The full run is the record kept in git; a --quick run (what `make demo` does) goes to a
+# git-ignored file so it never overwrites that record.
+DEFAULT_OUT = RESULTS_DIR / "metrics.json"
+QUICK_OUT = RESULTS_DIR / "metrics-quick.json"
 MB = 1e6  # memory figures are in MB = 10^6 bytes
 SGEMM_SHAPE = (4096, 768, 8192)  # (m, k, n): A[m, k] @ B[n, k].T, about one kNN block
 KNN_METHODS = ("numpy", "torch", "faiss", "metrics_rs")
@@ -1142,8 +1146,17 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default="large",
         help="sizes at which peak RSS is measured in fresh child processes",
     )
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON report path")
-    return parser.parse_args(argv)
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help=f"JSON report path (default: {DEFAULT_OUT.relative_to(RESULTS_DIR.parent.parent)}, "
+        f"or {QUICK_OUT.relative_to(RESULTS_DIR.parent.parent)} with --quick)",
+    )
+    args = parser.parse_args(argv)
+    if args.out is None:
+        args.out = QUICK_OUT if args.quick else DEFAULT_OUT
+    return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:

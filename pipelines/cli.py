@@ -67,8 +67,8 @@ def bench_metrics(
         Path | None,
         typer.Option(
             "--out",
-            help="Where to write the JSON results (default: the script's, "
-            "benchmarks/results/metrics.json).",
+            help="Where to write the JSON results (default: benchmarks/results/metrics.json, "
+            "or metrics-quick.json next to it with --quick).",
             dir_okay=False,
         ),
     ] = None,
