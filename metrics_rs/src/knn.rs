@@ -166,22 +166,11 @@ impl TopK {
     }
 }
 
-fn check_finite(name: &'static str, matrix: &Matrix<'_>) -> Result<()> {
-    let bad_row = matrix
-        .data
-        .par_chunks(matrix.cols)
-        .position_first(|row| row.iter().any(|x| !x.is_finite()));
-    ensure(bad_row.is_none(), name, || {
-        format!(
-            "row {} contains NaN or inf; embeddings must be finite",
-            bad_row.unwrap_or_default()
-        )
-    })
-}
-
-/// Euclidean norm of every row, accumulated in f64.
-fn row_norms(matrix: &Matrix<'_>) -> Vec<f64> {
-    matrix
+/// Euclidean norm of every row, accumulated in f64, which also validates the rows:
+/// the sum of squares of finite f32 values cannot overflow f64, so a non-finite norm
+/// means the row holds NaN or inf. One pass over the data does both jobs.
+fn finite_row_norms(name: &'static str, matrix: &Matrix<'_>) -> Result<Vec<f64>> {
+    let norms: Vec<f64> = matrix
         .data
         .par_chunks(matrix.cols)
         .map(|row| {
@@ -190,7 +179,15 @@ fn row_norms(matrix: &Matrix<'_>) -> Vec<f64> {
                 .sum::<f64>()
                 .sqrt()
         })
-        .collect()
+        .collect();
+    let bad_row = norms.iter().position(|n| !n.is_finite());
+    ensure(bad_row.is_none(), name, || {
+        format!(
+            "row {} contains NaN or inf; embeddings must be finite",
+            bad_row.unwrap_or_default()
+        )
+    })?;
+    Ok(norms)
 }
 
 fn inverse(norms: &[f64]) -> Vec<f32> {
@@ -235,7 +232,6 @@ fn validate(queries: &Matrix<'_>, corpus: &Matrix<'_>, k: usize, block_size: usi
                 matrix.cols
             )
         })?;
-        check_finite(name, matrix)?;
     }
     Ok(())
 }
@@ -255,8 +251,8 @@ pub fn knn(
     let block_size = block_size.unwrap_or(DEFAULT_BLOCK_SIZE);
     validate(&queries, &corpus, k, block_size)?;
 
-    let query_norms = row_norms(&queries);
-    let corpus_norms = row_norms(&corpus);
+    let query_norms = finite_row_norms("queries", &queries)?;
+    let corpus_norms = finite_row_norms("corpus", &corpus)?;
     // Cauchy-Schwarz bounds every partial sum of a dot product by the product of
     // the norms, so checking it once rules out overflow (and NaN) in the GEMM.
     let max_q = query_norms.iter().copied().fold(0.0, f64::max);
