@@ -1,0 +1,180 @@
+"""Typed configuration: ``params.yaml`` read once into frozen dataclasses, plus the data layout.
+
+Each stage takes the one section it needs (``params.prepare``, ...). Unknown keys, missing
+keys and wrong types are errors that name the key and the file, so a typo in
+``params.yaml`` fails loudly instead of silently falling back to a default.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import yaml
+
+PARAMS_FILE = Path("params.yaml")
+
+
+class ConfigError(ValueError):
+    """params.yaml (or a section of it) does not describe a valid configuration."""
+
+
+@dataclass(frozen=True)
+class SampleParams:
+    n_papers: int = 96
+    seed: int = 7
+
+
+@dataclass(frozen=True)
+class IngestParams:
+    source: Literal["sample", "arxiv"] = "sample"
+    base_url: str = "https://export.arxiv.org"
+    categories: tuple[str, ...] = ("math.CO", "math.NT")
+    from_date: str = "2024-01-01"
+    max_papers: int = 500
+    page_size: int = 100
+    delay_seconds: float = 3.0
+    timeout_seconds: float = 30.0
+    max_retries: int = 5
+    backoff_seconds: float = 2.0
+    max_archive_files: int = 500
+    max_file_bytes: int = 10_000_000
+    max_archive_bytes: int = 50_000_000
+
+
+@dataclass(frozen=True)
+class PrepareParams:
+    chunk_chars: int = 1500
+    overlap_chars: int = 200
+    min_chunk_chars: int = 50
+
+
+@dataclass(frozen=True)
+class GraphParams:
+    extractor: Literal["rules", "llm"] = "rules"
+    llm_url: str = ""
+    llm_model: str = ""
+    llm_api_key_env: str = "MATHEMBED_LLM_API_KEY"
+    llm_max_retries: int = 2
+
+
+@dataclass(frozen=True)
+class PairsParams:
+    max_chunks_per_concept: int = 8
+    max_edge_pairs: int = 4
+    held_out_fraction: float = 0.2
+    min_degree: int = 2
+    unseen_paper_fraction: float = 0.1
+    validation_fraction: float = 0.1
+    seed: int = 13
+
+
+@dataclass(frozen=True)
+class Params:
+    sample: SampleParams = SampleParams()
+    ingest: IngestParams = IngestParams()
+    prepare: PrepareParams = PrepareParams()
+    graph: GraphParams = GraphParams()
+    pairs: PairsParams = PairsParams()
+
+
+@dataclass(frozen=True)
+class Paths:
+    """Where every dataset lives, relative to one root (the repository by default)."""
+
+    root: Path = Path(".")
+
+    @property
+    def mirror(self) -> Path:
+        return self.root / "data" / "mirror"
+
+    @property
+    def raw(self) -> Path:
+        return self.root / "data" / "raw"
+
+    @property
+    def quarantine(self) -> Path:
+        return self.root / "data" / "quarantine"
+
+    @property
+    def processed(self) -> Path:
+        return self.root / "data" / "processed"
+
+    @property
+    def graph(self) -> Path:
+        return self.root / "data" / "graph"
+
+    @property
+    def training(self) -> Path:
+        return self.root / "data" / "training"
+
+    @property
+    def eval(self) -> Path:
+        return self.root / "data" / "eval"
+
+    @property
+    def metrics(self) -> Path:
+        return self.root / "metrics"
+
+
+T = TypeVar("T")
+
+
+def load_params(path: Path = PARAMS_FILE) -> Params:
+    """Read ``path`` into :class:`Params`; every section and key is optional."""
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as error:
+        raise ConfigError(f"{path} not found; run from the repository root") from error
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{path} is not valid YAML: {error}") from error
+    return params_from_mapping(raw or {}, where=str(path))
+
+
+def params_from_mapping(raw: Mapping[str, Any], where: str = "params") -> Params:
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{where}: expected a mapping of sections, got {type(raw).__name__}")
+    return _build(Params, raw, where)
+
+
+def _build(cls: type[T], raw: Mapping[str, Any], where: str) -> T:
+    assert dataclasses.is_dataclass(cls)
+    hints = typing.get_type_hints(cls)
+    names = [field.name for field in dataclasses.fields(cls)]
+    unknown = sorted(set(raw) - set(names))
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {unknown}; known keys are {names}")
+    values = {name: _coerce(hints[name], raw[name], f"{where}.{name}") for name in raw}
+    return cls(**values)
+
+
+def _coerce(hint: Any, value: Any, where: str) -> Any:
+    origin = typing.get_origin(hint)
+    if dataclasses.is_dataclass(hint):
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"{where}: expected a section (mapping), got {value!r}")
+        return _build(hint, value, where)  # type: ignore[arg-type]
+    if origin is Literal:
+        allowed = typing.get_args(hint)
+        if value not in allowed:
+            raise ConfigError(f"{where}: {value!r} is not one of {list(allowed)}")
+        return value
+    if origin is tuple:
+        if not isinstance(value, list | tuple):
+            raise ConfigError(f"{where}: expected a list, got {value!r}")
+        (item_type, _ellipsis) = typing.get_args(hint)
+        return tuple(_coerce(item_type, item, f"{where}[{i}]") for i, item in enumerate(value))
+    if origin in (typing.Union, types.UnionType):
+        raise ConfigError(f"{where}: unions are not supported in params")  # pragma: no cover
+    if hint is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if hint in (int, float) and isinstance(value, bool):
+        raise ConfigError(f"{where}: expected {hint.__name__}, got {value!r}")
+    if not isinstance(value, hint):
+        raise ConfigError(f"{where}: expected {hint.__name__}, got {value!r}")
+    return value

@@ -1,0 +1,119 @@
+"""File I/O every stage shares: atomic writes, Parquet tables and the quarantine.
+
+Every write goes to a temporary file in the destination's folder and is renamed over
+the destination only once complete, so a run killed at any point leaves either the old
+file or the new one, never half of one. Rejected inputs go to ``data/quarantine/`` with
+their reason, so nothing is dropped silently.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+
+import pandas as pd
+
+
+@contextmanager
+def atomic_output(path: Path, mode: str = "wb") -> Iterator[IO[Any]]:
+    """Open a temporary file next to ``path``; on success fsync it and rename it to ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, mode) as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_bytes(path: Path, data: bytes) -> None:
+    with atomic_output(path, "wb") as handle:
+        handle.write(data)
+
+
+def write_text(path: Path, text: str) -> None:
+    write_bytes(path, text.encode("utf-8"))
+
+
+def write_json(path: Path, value: Any) -> None:
+    write_text(path, json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+
+
+def read_json(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def write_parquet(path: Path, frame: pd.DataFrame) -> None:
+    with atomic_output(path, "wb") as handle:
+        frame.to_parquet(handle, index=False)
+
+
+def read_parquet(path: Path) -> pd.DataFrame:
+    return pd.read_parquet(path)
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def safe_name(identifier: str) -> str:
+    """A file name for an arbitrary id (``math/0501001v2`` -> ``math_0501001v2``)."""
+    name = _UNSAFE.sub("_", identifier).strip("._")
+    return name or "unnamed"
+
+
+def quarantine(
+    quarantine_dir: Path,
+    stage: str,
+    item_id: str,
+    reason: str,
+    payload: bytes | None = None,
+    details: dict[str, Any] | None = None,
+) -> Path:
+    """Record a rejected item under ``quarantine_dir/stage/`` with its reason.
+
+    Writes ``<id>.json`` (id, stage, reason, time, details) and, when given, the raw
+    ``payload`` beside it as ``<id>.bin`` so it can be inspected or replayed.
+    Returns the path of the JSON record.
+    """
+    folder = quarantine_dir / stage
+    name = safe_name(item_id)
+    record: dict[str, Any] = {
+        "id": item_id,
+        "stage": stage,
+        "reason": reason,
+        "quarantined_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "details": details or {},
+    }
+    if payload is not None:
+        write_bytes(folder / f"{name}.bin", payload)
+        record["payload"] = f"{name}.bin"
+        record["payload_sha256"] = sha256_hex(payload)
+    record_path = folder / f"{name}.json"
+    write_json(record_path, record)
+    return record_path
+
+
+def quarantined(quarantine_dir: Path, stage: str) -> list[dict[str, Any]]:
+    """The quarantine records of ``stage``, sorted by id."""
+    folder = quarantine_dir / stage
+    if not folder.is_dir():
+        return []
+    records = [read_json(path) for path in folder.glob("*.json")]
+    return sorted(records, key=lambda record: str(record["id"]))
