@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 from pipelines import offline
@@ -11,3 +13,26 @@ def pytest_configure(config: pytest.Config) -> None:
     # Before collection, so libraries imported by test modules already see
     # HF_HUB_OFFLINE and the telemetry switches; explicit settings are kept.
     offline.apply()
+
+
+@pytest.fixture
+def s3_endpoint(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A real S3 endpoint (moto's server) on 127.0.0.1, with boto3 credentials in the env.
+
+    Yields the endpoint URL; the server stops when the test ends.
+    """
+    from moto.server import ThreadedMotoServer
+
+    for key, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }.items():
+        monkeypatch.setenv(key, value)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    try:
+        yield f"http://{host}:{port}"
+    finally:
+        server.stop()
