@@ -28,6 +28,8 @@ class ConfigError(ValueError):
 class SampleParams:
     n_papers: int = 96
     seed: int = 7
+    start_date: str = "2024-01-01"
+    end_date: str = "2024-03-31"
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,9 @@ class GraphParams:
     llm_model: str = ""
     llm_api_key_env: str = "MATHEMBED_LLM_API_KEY"
     llm_max_retries: int = 2
+    llm_timeout_seconds: float = 60.0
+    llm_backoff_seconds: float = 1.0
+    cooccurrence_min_papers: int = 2
 
 
 @dataclass(frozen=True)
@@ -72,6 +77,7 @@ class PairsParams:
     unseen_paper_fraction: float = 0.1
     validation_fraction: float = 0.1
     seed: int = 13
+    qrels_scope: Literal["papers", "mentions"] = "papers"
 
 
 @dataclass(frozen=True)

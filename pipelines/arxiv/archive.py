@@ -1,0 +1,339 @@
+"""Safe extraction of an untrusted arXiv e-print: bytes in, one LaTeX document (or a refusal) out.
+
+An e-print is a gzip'd tar, a gzip'd single ``.tex``, a bare tar or ``.tex``, or no source
+at all (a PDF or PostScript file). arXiv's Content-Type is not reliable, so the format is
+read from the magic bytes. Nothing is written to disk: the archive is read in memory and
+only text sources are kept. Every cap is enforced while streaming — gzip is inflated in
+slices and stops one byte past ``max_total_bytes``, tar members are sized from their
+headers before they are read — so a compression bomb is refused without ever being
+inflated in full. Path traversal (``..``, absolute paths), links and device files make
+the whole archive hostile and it is rejected, not partly used.
+
+The main file is the ``.tex`` with ``\\documentclass`` (or LaTeX 2.09's
+``\\documentstyle``), else the largest ``.tex``; ``\\input``/``\\include`` are inlined
+from files inside the archive only. Text is UTF-8, else latin-1 (which decodes any
+byte string), and the fallback is recorded.
+"""
+
+from __future__ import annotations
+
+import io
+import posixpath
+import re
+import tarfile
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+Format = Literal["gzip", "tar", "pdf", "postscript", "html", "text", "empty", "unknown"]
+Encoding = Literal["utf-8", "latin-1"]
+
+# Files worth keeping: TeX sources and what they pull in as text. Figures and PDFs are
+# skipped without being read.
+TEXT_SUFFIXES = frozenset(
+    {".tex", ".ltx", ".latex", ".sty", ".cls", ".clo", ".def", ".cfg", ".fd", ".bbl", ".bib"}
+    | {".bst", ".txt", ".dtx", ".ins", ".tikz", ".pgf"}
+)
+TEX_SUFFIXES = frozenset({".tex", ".ltx", ".latex"})
+MAX_INCLUDE_DEPTH = 8
+_GZIP_SLICE = 64 * 1024
+_SNIFF_BYTES = 8192
+
+_DOCUMENTCLASS = re.compile(r"\\document(?:class|style)\b")
+_BEGIN_DOCUMENT = re.compile(r"\\begin\s*\{document\}")
+# \input{file}, \input file, \include{file}; not \inputencoding or \includegraphics.
+_INCLUDE = re.compile(
+    r"\\(?P<command>input|include)"
+    r"(?:\s*\{(?P<braced>[^{}]*)\}|[ \t]+(?P<bare>[^\s{}%\\]+))"
+)
+_COMMENT = re.compile(r"(?<!\\)(?:\\\\)*%")
+
+
+@dataclass(frozen=True)
+class ArchiveLimits:
+    max_files: int
+    max_file_bytes: int
+    max_total_bytes: int
+
+
+@dataclass(frozen=True)
+class Source:
+    """The paper's LaTeX: ``text`` is ``main_file`` with its includes inlined."""
+
+    main_file: str
+    text: str
+    encoding: Encoding  # "latin-1" when any inlined file was not valid UTF-8
+    files: tuple[str, ...]  # every text source kept from the archive, sorted
+    unresolved: tuple[str, ...] = ()  # \input targets not found (or refused) in the archive
+
+
+@dataclass(frozen=True)
+class AbstractOnly:
+    """The e-print has no source (the author uploaded only a PDF or PostScript file)."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """The e-print is malformed or hostile; ``reason`` says which, for the quarantine."""
+
+    reason: str
+
+
+ExtractResult = Source | AbstractOnly | Rejected
+
+
+class _Refused(Exception):
+    """Internal: stop reading the archive; the message becomes the rejection reason."""
+
+
+def detect_format(data: bytes) -> Format:
+    """What ``data`` is, judged from its first bytes."""
+    if not data:
+        return "empty"
+    if data[:2] == b"\x1f\x8b":
+        return "gzip"
+    if data[257:262] == b"ustar":
+        return "tar"
+    if data[:5] == b"%PDF-":
+        return "pdf"
+    if data[:4] == b"%!PS":
+        return "postscript"
+    head = data[:_SNIFF_BYTES]
+    if head.lstrip()[:15].lower().startswith((b"<!doctype html", b"<html")):
+        return "html"
+    if b"\x00" in head:
+        # Old tar formats have no "ustar" magic; a NUL-padded header is still a tar.
+        return "tar" if _is_tar(data) else "unknown"
+    return "text"
+
+
+def extract_source(data: bytes, limits: ArchiveLimits) -> ExtractResult:
+    """Turn the bytes of an e-print into a :class:`Source`, :class:`AbstractOnly` or refusal."""
+    try:
+        files = _read_text_files(data, limits, allow_gzip=True)
+    except _AbstractOnly as no_source:
+        return AbstractOnly(str(no_source))
+    except _Refused as refusal:
+        return Rejected(str(refusal))
+    decoded = {name: _decode(raw) for name, raw in files.items()}
+    main_file = choose_main_file({name: text for name, (text, _) in decoded.items()})
+    if main_file is None:
+        names = ", ".join(sorted(files)) or "none"
+        return Rejected(f"no .tex file in the e-print (text files: {names})")
+    texts = {name: text for name, (text, _) in decoded.items()}
+    text, used, unresolved = resolve_includes(main_file, texts)
+    encoding: Encoding = (
+        "latin-1" if any(decoded[name][1] == "latin-1" for name in used) else "utf-8"
+    )
+    return Source(main_file, text, encoding, tuple(sorted(files)), tuple(unresolved))
+
+
+class _AbstractOnly(Exception):
+    """Internal: the e-print is a PDF or PostScript file."""
+
+
+def _read_text_files(data: bytes, limits: ArchiveLimits, *, allow_gzip: bool) -> dict[str, bytes]:
+    kind = detect_format(data)
+    if kind == "gzip" and allow_gzip:
+        # arXiv gzips single files and tars alike; what is inside decides, one level deep.
+        return _read_text_files(_gunzip(data, limits.max_total_bytes), limits, allow_gzip=False)
+    if kind == "tar":
+        return _read_tar(data, limits)
+    if kind in ("pdf", "postscript"):
+        raise _AbstractOnly(f"{'PDF' if kind == 'pdf' else 'PostScript'} only, no TeX source")
+    if kind == "text":
+        if len(data) > limits.max_file_bytes:
+            raise _Refused(
+                f"single source file of {len(data)} bytes exceeds max_file_bytes "
+                f"({limits.max_file_bytes})"
+            )
+        return {"main.tex": data}
+    if kind == "empty":
+        raise _Refused("empty e-print")
+    if kind == "html":
+        raise _Refused("an HTML page instead of an e-print")
+    raise _Refused(f"unrecognised e-print format ({kind}; first bytes {data[:8]!r})")
+
+
+def _gunzip(data: bytes, max_total_bytes: int) -> bytes:
+    """Inflate ``data`` (one or more gzip members), refusing past ``max_total_bytes``."""
+    output = bytearray()
+    position = 0  # where the current member starts in ``data``
+    while position < len(data):
+        inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+        fed_to = position
+        try:
+            while fed_to < len(data) and not inflater.eof:
+                pending = data[fed_to : fed_to + _GZIP_SLICE]
+                fed_to += len(pending)
+                while pending and not inflater.eof:
+                    # max_length bounds what one call may produce; 0 would mean no bound.
+                    room = max_total_bytes + 1 - len(output)
+                    output += inflater.decompress(pending, room)
+                    if len(output) > max_total_bytes:
+                        raise _Refused(
+                            f"decompresses to more than max_archive_bytes ({max_total_bytes}):"
+                            " compression bomb or oversized source"
+                        )
+                    pending = inflater.unconsumed_tail
+        except zlib.error as error:
+            raise _Refused(f"corrupt gzip data: {error}") from error
+        if not inflater.eof:
+            raise _Refused("truncated gzip: the stream ends before its end marker")
+        # Further gzip members are concatenated; other trailing bytes are ignored, as gzip does.
+        position = fed_to - len(inflater.unused_data)
+        if data[position : position + 2] != b"\x1f\x8b":
+            break
+    return bytes(output)
+
+
+def _is_tar(data: bytes) -> bool:
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as archive:
+            return archive.next() is not None
+    except (tarfile.TarError, EOFError, OSError):
+        return False
+
+
+def _read_tar(data: bytes, limits: ArchiveLimits) -> dict[str, bytes]:
+    files: dict[str, bytes] = {}
+    total = 0
+    members = 0
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as archive:
+            for member in archive:
+                members += 1
+                if members > limits.max_files:
+                    raise _Refused(f"more than max_archive_files ({limits.max_files}) entries")
+                name = _safe_member_name(member.name)
+                if member.issym() or member.islnk():
+                    kind = "symlink" if member.issym() else "hard link"
+                    raise _Refused(f"archive contains a {kind}: {name} -> {member.linkname}")
+                if member.ischr() or member.isblk() or member.isfifo():
+                    raise _Refused(f"archive contains a device or FIFO: {name}")
+                if not member.isfile() or posixpath.splitext(name)[1].lower() not in TEXT_SUFFIXES:
+                    continue  # directories, figures, PDFs: never read
+                if member.size > limits.max_file_bytes:
+                    raise _Refused(
+                        f"{name} is {member.size} bytes, over max_file_bytes "
+                        f"({limits.max_file_bytes})"
+                    )
+                total += member.size
+                if total > limits.max_total_bytes:
+                    raise _Refused(
+                        f"text sources exceed max_archive_bytes ({limits.max_total_bytes})"
+                    )
+                handle = archive.extractfile(member)
+                content = handle.read() if handle is not None else b""
+                if len(content) != member.size:
+                    raise _Refused(f"truncated tar: {name} is shorter than its header says")
+                files[name] = content
+    except (tarfile.TarError, EOFError) as error:
+        raise _Refused(f"corrupt tar: {error}") from error
+    return files
+
+
+def _safe_member_name(name: str) -> str:
+    """The member's path, normalised; refuse anything that could land outside the archive."""
+    if not name or name.startswith(("/", "\\")) or re.match(r"[A-Za-z]:", name):
+        raise _Refused(f"absolute path in archive: {name!r}")
+    parts = re.split(r"[/\\]", name)
+    if ".." in parts:
+        raise _Refused(f"path traversal in archive: {name!r}")
+    normalised = posixpath.normpath(name.replace("\\", "/"))
+    return normalised.removeprefix("./")
+
+
+def _decode(raw: bytes) -> tuple[str, Encoding]:
+    try:
+        return raw.decode("utf-8-sig"), "utf-8"
+    except UnicodeDecodeError:
+        # latin-1 maps every byte, so the text survives; which is recorded in meta.json.
+        return raw.decode("latin-1"), "latin-1"
+
+
+def strip_comment(line: str) -> str:
+    """``line`` up to its first unescaped ``%``."""
+    match = _COMMENT.search(line)
+    if match is None:
+        return line
+    return line[: match.end() - 1]
+
+
+def _without_comments(text: str) -> str:
+    return "\n".join(strip_comment(line) for line in text.splitlines())
+
+
+def choose_main_file(texts: Mapping[str, str]) -> str | None:
+    """The ``.tex`` with ``\\documentclass`` (then ``\\begin{document}``, size, name), else
+    the largest ``.tex``; ``None`` when there is no ``.tex`` at all."""
+    tex_files = [name for name in texts if posixpath.splitext(name)[1].lower() in TEX_SUFFIXES]
+    if not tex_files:
+        return None
+    uncommented = {name: _without_comments(texts[name]) for name in tex_files}
+
+    def rank(name: str) -> tuple[bool, bool, int, str]:
+        body = uncommented[name]
+        return (
+            not _DOCUMENTCLASS.search(body),
+            not _BEGIN_DOCUMENT.search(body),
+            -len(texts[name]),
+            name,
+        )
+
+    return min(tex_files, key=rank)
+
+
+def resolve_includes(
+    main_file: str, texts: Mapping[str, str], max_depth: int = MAX_INCLUDE_DEPTH
+) -> tuple[str, list[str], list[str]]:
+    """Inline ``\\input``/``\\include`` targets found in ``texts`` into ``main_file``.
+
+    Paths are tried relative to the main file's folder (where LaTeX runs) and then to
+    the including file's, with ``.tex`` added when the name has no TeX suffix. Targets
+    outside the archive, missing, cyclic or deeper than ``max_depth`` are left as written.
+    Returns (text, files used in order, unresolved targets).
+    """
+    root = posixpath.dirname(main_file)
+    used: list[str] = [main_file]
+    unresolved: list[str] = []
+
+    def find(target: str, including: str) -> str | None:
+        target = target.strip().strip('"')
+        if not target or target.startswith("/") or re.match(r"[A-Za-z]:", target):
+            return None
+        suffix = posixpath.splitext(target)[1].lower()
+        candidates = [target + ".tex", target] if suffix not in TEXT_SUFFIXES else [target]
+        for folder in dict.fromkeys((root, posixpath.dirname(including))):
+            for candidate in candidates:
+                path = posixpath.normpath(posixpath.join(folder, candidate))
+                if path == ".." or path.startswith("../"):
+                    return None
+                if path in texts:
+                    return path
+        return None
+
+    def expand(name: str, stack: tuple[str, ...]) -> str:
+        def replace(match: re.Match[str]) -> str:
+            target = match["braced"] if match["braced"] is not None else match["bare"]
+            path = find(target, name)
+            if path is None or path in stack or len(stack) >= max_depth:
+                unresolved.append(target.strip())
+                return match.group(0)
+            if path not in used:
+                used.append(path)
+            return expand(path, (*stack, path))
+
+        lines = texts[name].splitlines(keepends=True)
+        out: list[str] = []
+        for line in lines:
+            code = strip_comment(line.rstrip("\r\n"))
+            comment_and_end = line[len(code) :]
+            out.append(_INCLUDE.sub(replace, code) + comment_and_end)
+        return "".join(out)
+
+    text = expand(main_file, (main_file,))
+    return text, used, unresolved
