@@ -124,6 +124,11 @@ class Paths:
         return self.root / "data" / "eval"
 
     @property
+    def llm_cache(self) -> Path:
+        """LLM replies by content hash: kept across runs, not a DVC output."""
+        return self.root / "data" / "cache" / "llm"
+
+    @property
     def metrics(self) -> Path:
         return self.root / "metrics"
 

@@ -358,6 +358,7 @@ def run_ingest(
     (skipped ones do not count); the rest waits for the next run.
     """
     moment = datetime.now(UTC) if now is None else now
+    io.ensure_quarantine(paths.quarantine, STAGE)
     watermark = read_watermark(paths.raw)
     window_from = _window_start(params, watermark)
     report = IngestReport(

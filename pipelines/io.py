@@ -110,6 +110,17 @@ def quarantine(
     return record_path
 
 
+def ensure_quarantine(quarantine_dir: Path, stage: str) -> Path:
+    """Create ``stage``'s quarantine folder, empty if nothing is rejected.
+
+    DVC tracks each stage's quarantine folder as an output, so it must exist after
+    every run, not only after one that rejected something.
+    """
+    folder = quarantine_dir / stage
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
 def quarantined(quarantine_dir: Path, stage: str) -> list[dict[str, Any]]:
     """The quarantine records of ``stage``, sorted by id."""
     folder = quarantine_dir / stage

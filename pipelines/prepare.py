@@ -44,7 +44,14 @@ from tqdm import tqdm  # type: ignore[import-untyped]  # no stubs pinned (types-
 
 from pipelines import latex
 from pipelines.config import ConfigError, Paths, PrepareParams, load_params
-from pipelines.io import atomic_output, quarantine, read_json, safe_name, write_json
+from pipelines.io import (
+    atomic_output,
+    ensure_quarantine,
+    quarantine,
+    read_json,
+    safe_name,
+    write_json,
+)
 
 STAGE = "prepare"
 SOURCE_KINDS = ("tex", "abstract_only", "withdrawn")
@@ -649,6 +656,7 @@ def run_prepare(
     that calls this with workers > 1 needs the usual ``if __name__ == "__main__":`` guard.
     """
     validate_params(params)
+    ensure_quarantine(paths.quarantine, STAGE)
     current_fingerprint = fingerprint(params)
     found, invalid, folders_seen = scan_raw_store(paths.raw)
     for folder, reason in invalid:
