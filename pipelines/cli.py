@@ -7,8 +7,10 @@ turn failures into a message and an exit code. Later issues add the stage comman
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 from typing import Annotated
@@ -93,6 +95,35 @@ def bench_metrics(
         command += ["--out", str(out)]
     completed = subprocess.run(command, check=False)
     raise typer.Exit(code=completed.returncode)
+
+
+# The data stages, in pipeline order: each module has `main(argv) -> exit code` with its
+# own argparse options (`mathembed <stage> --help` shows them), and dvc.yaml runs the same
+# modules with `python -m`.
+DATA_STAGES = {
+    "sample": ("pipelines.sample.__main__", "Generate the offline sample mirror (data/mirror/)."),
+    "ingest": ("pipelines.ingest", "Harvest new papers into the append-only raw store."),
+    "prepare": ("pipelines.prepare", "Clean LaTeX into passages and statements (Parquet)."),
+    "graph": ("pipelines.graph", "Extract the knowledge graph of concepts and relations."),
+    "pairs": ("pipelines.pairs", "Build training pairs and the held-out evaluation set."),
+}
+
+
+def _stage_command(module_name: str) -> Callable[[typer.Context], None]:
+    def command(context: typer.Context) -> None:
+        module = importlib.import_module(module_name)
+        raise typer.Exit(code=module.main(list(context.args)))
+
+    return command
+
+
+for _stage, (_module, _summary) in DATA_STAGES.items():
+    app.command(
+        _stage,
+        help=f"{_summary} Options are the stage's own: see `mathembed {_stage} --help`.",
+        context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+        add_help_option=False,
+    )(_stage_command(_module))
 
 
 if __name__ == "__main__":

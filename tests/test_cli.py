@@ -198,3 +198,18 @@ def test_makefile_exports_the_same_switches(preset: dict[str, str]) -> None:
     )
     exported = dict(line.split("=", 1) for line in completed.stdout.splitlines())
     assert exported == offline.parse_env_file() | preset
+
+
+@pytest.mark.parametrize("stage", sorted(cli.DATA_STAGES))
+def test_stage_commands_forward_to_the_stage_module(stage: str) -> None:
+    result = runner.invoke(cli.app, [stage, "--help"])
+    assert result.exit_code == 0, result.output
+    module_name = cli.DATA_STAGES[stage][0]
+    assert f"python -m {module_name.removesuffix('.__main__')}" in result.output
+
+
+def test_stage_command_passes_the_exit_code_through(tmp_path: Path) -> None:
+    # graph on an empty root has no processed tables: a clear error, a non-zero exit.
+    result = runner.invoke(cli.app, ["graph", "--root", str(tmp_path)])
+    assert result.exit_code != 0
+    assert "processed" in result.output
