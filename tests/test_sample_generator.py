@@ -18,7 +18,7 @@ import pytest
 
 from pipelines.config import IngestParams, SampleParams, load_params
 from pipelines.io import safe_name
-from pipelines.sample import ontology
+from pipelines.sample import generator, ontology
 from pipelines.sample.__main__ import main
 from pipelines.sample.generator import (
     ABSOLUTE_PATH,
@@ -602,3 +602,17 @@ def test_command_line_rejects_bad_params_with_a_message(
     params.write_text("sample:\n  n_papers: 4\n", encoding="utf-8")
     assert main(["--params", str(params), "--root", str(tmp_path)]) == 2
     assert "n_papers" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("formula", "expected"),
+    [
+        (r"(az;q)_\infty", r"\qp{az}{\infty}"),
+        (r"(a;q)_n", r"\qp{a}{n}"),
+        (r"(q;q)_{2n}", r"\qp{q}{2n}"),
+        (r"\frac{(az;q)_\infty}{(z;q)_\infty}", r"\frac{\qp{az}{\infty}}{\qp{z}{\infty}}"),
+    ],
+)
+def test_q_pochhammer_macro_keeps_whole_subscripts(formula: str, expected: str) -> None:
+    # A control-word subscript such as \infty once lost all but its backslash.
+    assert generator._use_q_macro(formula) == expected

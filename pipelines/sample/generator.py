@@ -36,6 +36,7 @@ import io
 import json
 import os
 import random
+import re
 import shutil
 import tarfile
 import tempfile
@@ -843,6 +844,9 @@ def _hash_index(text: str, size: int) -> int:
     return zlib.crc32(text.encode("utf-8")) % size
 
 
+_CONTROL_WORD = re.compile(r"\\[A-Za-z]+")
+
+
 def _use_q_macro(formula: str) -> str:
     """Rewrite ``(a;q)_{n}`` and ``(a;q)_n`` as ``\\qp{a}{n}`` where it is unambiguous."""
     out = []
@@ -855,9 +859,12 @@ def _use_q_macro(formula: str) -> str:
         open_paren = formula.rfind("(", index, found)
         argument = formula[open_paren + 1 : found] if open_paren >= 0 else ""
         rest = formula[found + 4 :]
+        control_word = _CONTROL_WORD.match(rest)
         if rest.startswith("{"):
             close = rest.find("}")
             subscript, consumed = rest[1:close], close + 1
+        elif control_word:  # (a;q)_\infty: the subscript is the whole control word
+            subscript, consumed = control_word.group(0), control_word.end()
         else:
             subscript, consumed = rest[:1], 1
         if open_paren < 0 or not argument or "(" in argument or "{" in subscript:
