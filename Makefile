@@ -28,7 +28,7 @@ OFFLINE_KEYS := $(foreach line,$(OFFLINE_LINES),$(call offline_key,$(line)))
 $(foreach line,$(OFFLINE_LINES),$(eval $(call offline_key,$(line)) ?= $(call offline_value,$(line))))
 export $(OFFLINE_KEYS)
 
-.PHONY: help venv build test demo repro bench fmt clean distclean rust-tools offline-env
+.PHONY: help venv build test demo repro bench fmt clean distclean rust-tools browser offline-env
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## /  make \1\t/' | expand -t 22
@@ -58,7 +58,14 @@ rust-tools:
 	@cargo fmt --version >/dev/null 2>&1 || rustup component add rustfmt
 	@cargo clippy --version >/dev/null 2>&1 || rustup component add clippy
 
-test: rust-tools build ## Rust fmt/clippy/tests, ruff, mypy, stubtest, pytest
+# The data-quality report test opens the HTML in a real headless Chromium (Debian's
+# package). Installing it needs root and apt; elsewhere install it by hand.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+		echo "installing chromium (Debian package) for the report browser test"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
+
+test: rust-tools browser build ## Rust fmt/clippy/tests, ruff, mypy, stubtest, pytest
 	cargo fmt $(CARGO_MANIFEST) --check
 	cargo clippy $(CARGO_MANIFEST) --all-targets -- -D warnings
 	cargo test $(CARGO_MANIFEST)

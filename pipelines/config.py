@@ -81,12 +81,67 @@ class PairsParams:
 
 
 @dataclass(frozen=True)
+class ValidateParams:
+    min_passage_chars: int = 50
+    max_passage_chars: int = 4000
+    max_latex_markup_share: float = 0.02
+    max_row_failure_fraction: float = 0.05
+
+
+@dataclass(frozen=True)
+class TrainParams:
+    base_model: str = "allenai/specter2_base"
+    pooling: Literal["cls", "mean"] = "cls"
+    loss: Literal["mnrl", "cached_mnrl"] = "mnrl"
+    mini_batch_size: int = 32
+    matryoshka_dims: tuple[int, ...] = ()
+    learning_rate: float = 2e-5
+    warmup_ratio: float = 0.1
+    epochs: int = 3
+    batch_size: int = 32
+    max_seq_length: int = 256
+    seed: int = 42
+    max_steps: int = -1
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    logging_steps: int = 10
+    save_total_limit: int = 2
+
+
+@dataclass(frozen=True)
+class EvaluateParams:
+    ks: tuple[int, ...] = (1, 5, 10, 100)
+    dims: tuple[int, ...] = ()
+    batch_size: int = 64
+    cache: bool = True
+
+
+@dataclass(frozen=True)
+class PromoteParams:
+    registered_model: str = "math-embed"
+    experiment: str = "mathembed"
+    metrics: tuple[str, ...] = ("mrr@10", "ndcg@10")
+    min_margin: float = 0.0
+    significance: bool = False
+    significance_metric: str = "mrr@10"
+    alpha: float = 0.05
+    test_method: Literal["randomization", "bootstrap", "t"] = "randomization"
+    n_resamples: int = 10000
+    seed: int = 0
+    lock_timeout_seconds: float = 600.0
+    server_timeout_seconds: float = 10.0
+
+
+@dataclass(frozen=True)
 class Params:
     sample: SampleParams = SampleParams()
     ingest: IngestParams = IngestParams()
     prepare: PrepareParams = PrepareParams()
     graph: GraphParams = GraphParams()
     pairs: PairsParams = PairsParams()
+    validate: ValidateParams = ValidateParams()
+    train: TrainParams = TrainParams()
+    evaluate: EvaluateParams = EvaluateParams()
+    promote: PromoteParams = PromoteParams()
 
 
 @dataclass(frozen=True)
@@ -127,6 +182,11 @@ class Paths:
     def llm_cache(self) -> Path:
         """LLM replies by content hash: kept across runs, not a DVC output."""
         return self.root / "data" / "cache" / "llm"
+
+    @property
+    def validated(self) -> Path:
+        """The tables downstream stages read: the inputs minus quarantined rows."""
+        return self.root / "data" / "validated"
 
     @property
     def metrics(self) -> Path:

@@ -13,12 +13,18 @@ from typing import Any
 
 from pipelines.config import Paths
 
-# (stage, metrics file name): the files the DVC stages write, in pipeline order.
-STAGE_METRICS = (
-    ("ingest", "ingest.json"),
-    ("prepare", "prepare.json"),
-    ("graph", "graph.json"),
-    ("pairs", "data.json"),
+# (stage, metrics file, dotted keys to show — a key also selects what is nested under
+# it — or None for all): what the DVC stages write, in pipeline order.
+STAGE_METRICS: tuple[tuple[str, str, tuple[str, ...] | None], ...] = (
+    ("ingest", "ingest.json", None),
+    ("prepare", "prepare.json", None),
+    ("graph", "graph.json", ("papers", "concepts", "edges", "mentions", "extractor")),
+    (
+        "pairs",
+        "data.json",
+        ("pairs.by_split", "queries", "qrels.total", "held_out_concepts", "unseen_papers"),
+    ),
+    ("validate", "data_quality.json", ("passed", "totals")),
 )
 
 
@@ -34,17 +40,20 @@ def flatten(value: Any, prefix: str = "") -> list[tuple[str, Any]]:
 
 def render(paths: Paths) -> str:
     lines = []
-    for stage, file_name in STAGE_METRICS:
+    for stage, file_name, keys in STAGE_METRICS:
         path = paths.metrics / file_name
         if not path.is_file():
             lines.append(f"{stage}: no {path} yet (run `make repro`)")
             continue
-        metrics = json.loads(path.read_text(encoding="utf-8"))
-        row = ", ".join(f"{key}={value}" for key, value in flatten(metrics))
+        rows = flatten(json.loads(path.read_text(encoding="utf-8")))
+        if keys is not None:
+            rows = [(k, v) for k, v in rows if any(k == s or k.startswith(f"{s}.") for s in keys)]
+        row = ", ".join(f"{key}={value}" for key, value in rows)
         lines.append(f"{stage}: {row}")
     lines.append(
         f"outputs: {paths.raw}, {paths.processed}, {paths.graph}, {paths.training}, "
-        f"{paths.eval}; rejected inputs and their reasons: {paths.quarantine}"
+        f"{paths.eval}, {paths.validated}; rejected inputs and their reasons: "
+        f"{paths.quarantine}; data-quality report: reports/data_quality/index.html"
     )
     return "\n".join(lines)
 

@@ -56,7 +56,7 @@ def test_every_stage_reads_an_existing_params_section_and_existing_code() -> Non
 
 def test_stages_run_in_pipeline_order() -> None:
     order = list(stages())
-    assert order == ["sample", "ingest", "prepare", "graph", "pairs"]
+    assert order == ["sample", "ingest", "prepare", "graph", "pairs", "validate"]
     outs_so_far: set[str] = set()
     for name, stage in stages().items():
         data_deps = {dep for dep in stage["deps"] if dep.startswith("data/")}

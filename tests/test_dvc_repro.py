@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parent.parent
-STAGES = ("sample", "ingest", "prepare", "graph", "pairs")
+STAGES = ("sample", "ingest", "prepare", "graph", "pairs", "validate")
 
 
 def run(*args: str, cwd: Path) -> str:
@@ -42,6 +42,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("project")
     for name in ("dvc.yaml", "params.yaml"):
         shutil.copy(REPO / name, root / name)
+    shutil.copytree(REPO / "gx", root / "gx", ignore=shutil.ignore_patterns("uncommitted"))
     shutil.copytree(
         REPO / "pipelines", root / "pipelines", ignore=shutil.ignore_patterns("__pycache__")
     )
@@ -64,8 +65,13 @@ def test_first_repro_builds_every_dataset(project: Path) -> None:
         "data/training/pairs.parquet",
         "data/eval/queries.parquet",
         "data/eval/qrels.parquet",
+        "data/validated/pairs.parquet",
+        "reports/data_quality/index.html",
     ):
-        assert len(pd.read_parquet(project / table)) > 0, f"{table} is empty"
+        path = project / table
+        assert path.stat().st_size > 0, f"{table} is empty"
+        if path.suffix == ".parquet":
+            assert len(pd.read_parquet(path)) > 0, f"{table} has no rows"
     assert (project / "dvc.lock").is_file()
 
 
@@ -74,10 +80,10 @@ def test_second_repro_does_nothing(project: Path) -> None:
     assert stages_run(output) == []
 
 
-def test_changing_a_pairs_knob_reruns_only_pairs(project: Path) -> None:
+def test_changing_a_pairs_knob_reruns_only_pairs_and_what_follows(project: Path) -> None:
     params_path = project / "params.yaml"
     params = yaml.safe_load(params_path.read_text())
     params["pairs"]["seed"] += 1
     params_path.write_text(yaml.safe_dump(params, sort_keys=False))
     output = run(sys.executable, "-m", "dvc", "repro", cwd=project)
-    assert stages_run(output) == ["pairs"]
+    assert stages_run(output) == ["pairs", "validate"]
