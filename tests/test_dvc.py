@@ -39,28 +39,51 @@ def stages() -> dict[str, dict]:
     return yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
 
 
+def is_produced(dep: str, outs: set[str]) -> bool:
+    """Whether ``dep`` is one of ``outs`` or a file inside one of them."""
+    return any(dep == out or dep.startswith(f"{out}/") for out in outs)
+
+
 def test_every_stage_reads_an_existing_params_section_and_existing_code() -> None:
-    sections = set(vars(load_params(REPO / "params.yaml")))
+    params = load_params(REPO / "params.yaml")
     produced = {
         (next(iter(out)) if isinstance(out, dict) else out)
         for stage in stages().values()
         for out in stage.get("outs", [])
     }
     for name, stage in stages().items():
-        for section in stage.get("params", []):
-            assert section in sections, f"stage {name} reads unknown params section {section}"
+        for key in stage.get("params", []):
+            # A whole section ("train") or one key in it ("train.base_model").
+            value: object = params
+            for part in key.split("."):
+                assert hasattr(value, part), f"stage {name} reads unknown params key {key}"
+                value = getattr(value, part)
         for dep in stage["deps"]:
             # A dependency is either code in the repo or data another stage produces.
-            assert (REPO / dep).exists() or dep in produced, f"stage {name}: missing dep {dep}"
+            assert (REPO / dep).exists() or is_produced(dep, produced), (
+                f"stage {name}: missing dep {dep}"
+            )
 
 
 def test_stages_run_in_pipeline_order() -> None:
     order = list(stages())
-    assert order == ["sample", "ingest", "prepare", "graph", "pairs", "validate"]
+    assert order == [
+        "sample",
+        "ingest",
+        "prepare",
+        "graph",
+        "pairs",
+        "validate",
+        "train",
+        "evaluate",
+    ]
     outs_so_far: set[str] = set()
     for name, stage in stages().items():
-        data_deps = {dep for dep in stage["deps"] if dep.startswith("data/")}
-        assert data_deps <= outs_so_far, f"{name} depends on data no earlier stage writes"
+        for dep in stage["deps"]:
+            if dep.startswith(("data/", "models/")):
+                assert is_produced(dep, outs_so_far), (
+                    f"{name} reads {dep}: no earlier stage writes it"
+                )
         for out in stage.get("outs", []):
             outs_so_far.add(next(iter(out)) if isinstance(out, dict) else out)
 
