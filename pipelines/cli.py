@@ -97,33 +97,51 @@ def bench_metrics(
     raise typer.Exit(code=completed.returncode)
 
 
-# The data stages, in pipeline order: each module has `main(argv) -> exit code` with its
-# own argparse options (`mathembed <stage> --help` shows them), and dvc.yaml runs the same
-# modules with `python -m`.
-DATA_STAGES = {
-    "sample": ("pipelines.sample.__main__", "Generate the offline sample mirror (data/mirror/)."),
-    "ingest": ("pipelines.ingest", "Harvest new papers into the append-only raw store."),
-    "prepare": ("pipelines.prepare", "Clean LaTeX into passages and statements (Parquet)."),
-    "graph": ("pipelines.graph", "Extract the knowledge graph of concepts and relations."),
-    "pairs": ("pipelines.pairs", "Build training pairs and the held-out evaluation set."),
+# Commands that forward to a module's `main(argv) -> exit code`, which owns the options
+# (`mathembed <command> --help` shows them): the stages in pipeline order (dvc.yaml runs
+# the same modules with `python -m`), then the registry and search commands.
+# name -> (module, leading arguments, summary)
+FORWARDED: dict[str, tuple[str, tuple[str, ...], str]] = {
+    "sample": (
+        "pipelines.sample.__main__",
+        (),
+        "Generate the offline sample mirror (data/mirror/).",
+    ),
+    "ingest": ("pipelines.ingest", (), "Harvest new papers into the append-only raw store."),
+    "prepare": ("pipelines.prepare", (), "Clean LaTeX into passages and statements (Parquet)."),
+    "graph": ("pipelines.graph", (), "Extract the knowledge graph of concepts and relations."),
+    "pairs": ("pipelines.pairs", (), "Build training pairs and the held-out evaluation set."),
+    "validate": ("pipelines.validate", (), "Check every table (blocking); data-quality report."),
+    "train": ("pipelines.train", (), "Fine-tune the base model on the validated pairs."),
+    "evaluate": ("pipelines.evaluate", (), "Score candidate and base model on held-out queries."),
+    "promote": (
+        "pipelines.promote",
+        ("promote",),
+        "Register the candidate in MLflow; move @champion only if it wins.",
+    ),
+    "status": ("pipelines.promote", ("status",), "Show @champion, @challenger and @previous."),
+    "rollback": ("pipelines.promote", ("rollback",), "Move @champion back to @previous."),
+    "search": ("pipelines.search", (), "Search the passages with the @champion model."),
 }
 
 
-def _stage_command(module_name: str) -> Callable[[typer.Context], None]:
+def _forwarding_command(
+    module_name: str, leading: tuple[str, ...]
+) -> Callable[[typer.Context], None]:
     def command(context: typer.Context) -> None:
         module = importlib.import_module(module_name)
-        raise typer.Exit(code=module.main(list(context.args)))
+        raise typer.Exit(code=module.main([*leading, *context.args]))
 
     return command
 
 
-for _stage, (_module, _summary) in DATA_STAGES.items():
+for _name, (_module, _leading, _summary) in FORWARDED.items():
     app.command(
-        _stage,
-        help=f"{_summary} Options are the stage's own: see `mathembed {_stage} --help`.",
+        _name,
+        help=f"{_summary} Options: `mathembed {_name} --help`.",
         context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
         add_help_option=False,
-    )(_stage_command(_module))
+    )(_forwarding_command(_module, _leading))
 
 
 if __name__ == "__main__":

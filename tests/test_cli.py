@@ -200,11 +200,11 @@ def test_makefile_exports_the_same_switches(preset: dict[str, str]) -> None:
     assert exported == offline.parse_env_file() | preset
 
 
-@pytest.mark.parametrize("stage", sorted(cli.DATA_STAGES))
-def test_stage_commands_forward_to_the_stage_module(stage: str) -> None:
-    result = runner.invoke(cli.app, [stage, "--help"])
+@pytest.mark.parametrize("command", sorted(cli.FORWARDED))
+def test_commands_forward_to_their_module(command: str) -> None:
+    result = runner.invoke(cli.app, [command, "--help"])
     assert result.exit_code == 0, result.output
-    module_name = cli.DATA_STAGES[stage][0]
+    module_name = cli.FORWARDED[command][0]
     assert f"python -m {module_name.removesuffix('.__main__')}" in result.output
 
 
