@@ -76,12 +76,23 @@ test: rust-tools browser build ## Rust fmt/clippy/tests, ruff, mypy, stubtest, p
 	$(VPY) -m pytest
 
 # dvc.yaml's commands say `python -m ...`: the venv goes first on PATH so they use it.
-repro: build ## run the data pipeline (dvc repro) on the embedded sample mirror, offline
+repro: build ## run the pipeline (dvc repro: data, validate, train, evaluate) on the sample mirror, offline
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/dvc repro
 	@$(VPY) -m pipelines.summary
 
-demo: $(STAMP_BENCH) repro ## the data pipeline on the sample mirror, then the quick metrics benchmark
-	@echo "mathembed demo: training and promotion arrive with later issues; next, the metrics_rs benchmark (--quick)."
+# The main job on the embedded default, offline: data → validate → train → evaluate
+# (make repro), promotion in the local MLflow registry, a search with the champion, then
+# the quick metrics benchmark.
+DEMO_QUERY ?= Rogers-Ramanujan identities
+demo: $(STAMP_BENCH) repro ## the whole pipeline on the sample mirror, promotion, a search, the quick benchmark
+	$(VENV)/bin/mathembed promote
+	$(VENV)/bin/mathembed status
+	@if $(VENV)/bin/mathembed status | grep -q '^champion *v'; then \
+		$(VENV)/bin/mathembed search "$(DEMO_QUERY)" -k 3; \
+	else \
+		echo "no champion yet: the candidate did not beat the base model (reason above), so there is no model to search with"; \
+	fi
+	@echo "reports: reports/data_quality/index.html, reports/eval/*.png; metrics: metrics/*.json"
 	$(VPY) benchmarks/bench_metrics.py --quick
 
 bench: $(STAMP_BENCH) build ## full metrics benchmark -> benchmarks/results/metrics.json

@@ -75,6 +75,7 @@ import multiprocessing
 import platform
 import resource
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -304,16 +305,21 @@ def run_stage(job: StageJob, rss_interval_s: float) -> dict[str, Any]:
     assert process.pid is not None
     tree_peak = 0
     message: tuple[str, Any] | None = None
-    while message is None:
-        tree_peak = max(tree_peak, tree_rss_bytes(process.pid))
-        if receiver.poll(rss_interval_s):
-            try:
-                message = receiver.recv()
-            except EOFError:
-                message = ("error", f"the {job.stage} child exited with {process.exitcode}")
-    process.join()
+    try:
+        while message is None:
+            tree_peak = max(tree_peak, tree_rss_bytes(process.pid))
+            if receiver.poll(rss_interval_s):
+                try:
+                    message = receiver.recv()
+                except EOFError:
+                    message = ("error", f"the {job.stage} child exited with {process.exitcode}")
+        process.join()
+    finally:
+        if process.is_alive():  # interrupted: do not leave the stage running behind us
+            process.terminate()
+            process.join()
+        receiver.close()
     process_s = time.perf_counter() - started
-    receiver.close()
     status, payload = message
     if status != "ok":
         raise RuntimeError(f"stage {job.stage} failed in its child process:\n{payload}")
@@ -729,6 +735,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    # A plain `kill` unwinds like Ctrl-C: the stage child is stopped, the scratch root removed.
+    signal.signal(signal.SIGTERM, lambda _signum, _frame: sys.exit(128 + signal.SIGTERM))
     started, load_at_start, busy = dt.datetime.now(dt.UTC), load_average(), cpu_busy_fraction()
     if busy is not None and busy > 0.2:
         print(f"warning: the CPUs were {busy:.0%} busy before the start; timings will be skewed")
