@@ -35,6 +35,20 @@ class TextEncoder(Protocol):
     def encode(self, inputs: Any, *args: Any, **kwargs: Any) -> Any: ...
 
 
+class LazyModel:
+    """Loads the model on the first ``encode``, so a model whose embeddings are all
+    cached is never loaded (evaluate, promotion and search share this)."""
+
+    def __init__(self, load: Callable[[], TextEncoder]) -> None:
+        self._load = load
+        self._model: TextEncoder | None = None
+
+    def encode(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
+        if self._model is None:
+            self._model = self._load()
+        return self._model.encode(inputs, *args, **kwargs)
+
+
 def matryoshka(embeddings: npt.ArrayLike, dim: int | None, *, normalize: bool) -> Embeddings:
     """The first ``dim`` columns of ``embeddings`` (all when ``None``), L2-normalised if asked.
 

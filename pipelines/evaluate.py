@@ -78,6 +78,7 @@ from pipelines.config import ConfigError, EvaluateParams, Paths, load_params
 from pipelines.embeddings import (
     EmbeddingCache,
     Embeddings,
+    LazyModel,
     TextEncoder,
     embed_cached,
     matryoshka,
@@ -657,7 +658,7 @@ def run_evaluate(
     candidate_dims: list[int] = []
     for source in sources:
         started = time.perf_counter()
-        query_embeddings, corpus_embeddings = _embed_both(
+        query_embeddings, corpus_embeddings = embed_eval_set(
             source, eval_set, cache=cache, batch_size=params.batch_size, progress=progress
         )
         timer.add("embedding", started)
@@ -690,16 +691,16 @@ def run_evaluate(
     return EvalReport(summary, per_query, outputs, figures)
 
 
-def _embed_both(
+def embed_eval_set(
     source: ModelSource,
     eval_set: EvalSet,
     *,
     cache: EmbeddingCache | None,
     batch_size: int,
-    progress: bool,
+    progress: bool = False,
 ) -> tuple[Embeddings, Embeddings]:
     """Full-dimension, unnormalised query and corpus embeddings; the model loads lazily."""
-    model = _LazyModel(source.load)
+    model = LazyModel(source.load)
 
     def embed(texts: list[str]) -> Embeddings:
         try:
@@ -715,19 +716,6 @@ def _embed_both(
             raise ValueError(f"{source.name} model ({source.info['source']}): {error}") from error
 
     return embed(eval_set.query_texts), embed(eval_set.corpus_texts)
-
-
-class _LazyModel:
-    """Loads the model on the first ``encode``, so a fully cached model is never loaded."""
-
-    def __init__(self, load: Callable[[], TextEncoder]) -> None:
-        self._load = load
-        self._model: TextEncoder | None = None
-
-    def encode(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
-        if self._model is None:
-            self._model = self._load()
-        return self._model.encode(inputs, *args, **kwargs)
 
 
 def _rounded(metrics: Mapping[str, float]) -> dict[str, float]:

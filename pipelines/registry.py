@@ -44,7 +44,7 @@ import math
 import os
 import subprocess
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -63,7 +63,7 @@ if TYPE_CHECKING:
     from mlflow.entities import Metric
     from mlflow.entities.model_registry import ModelVersion
 
-    from pipelines.embeddings import EmbeddingCache, Embeddings, TextEncoder
+    from pipelines.embeddings import EmbeddingCache, TextEncoder
     from pipelines.evaluate import EvalSet, ModelSource
 
 CHAMPION = "champion"
@@ -466,19 +466,15 @@ def _score_source(
 ) -> tuple[Scores, int]:
     """One model's per-query scores on ``eval_set`` at its full dimension."""
     from pipelines import evaluate
-    from pipelines.embeddings import embed_cached
     from pipelines.models import ModelLoadError
 
-    model = _LazyModel(source.load)
-
-    def embed(texts: list[str]) -> Embeddings:
-        return embed_cached(
-            model, texts, model_fingerprint=source.fingerprint, cache=cache, batch_size=batch_size
-        )
-
     try:
-        queries, corpus = embed(eval_set.query_texts), embed(eval_set.corpus_texts)
-    except (ValueError, ModelLoadError) as error:
+        queries, corpus = evaluate.embed_eval_set(
+            source, eval_set, cache=cache, batch_size=batch_size
+        )
+    except ValueError as error:  # already names the model
+        raise PromotionRefusedError(str(error)) from error
+    except ModelLoadError as error:
         raise PromotionRefusedError(f"{source.name} model: {error}") from error
     full_dim = int(corpus.shape[1])
     scored = evaluate.score_model(
@@ -488,19 +484,6 @@ def _score_source(
         tuple(eval_set.query_ids), dict(scored.means[full_dim]), dict(scored.per_query[full_dim])
     )
     return scores, full_dim
-
-
-class _LazyModel:
-    """Loads the model on first use: a model whose embeddings are all cached never loads."""
-
-    def __init__(self, load: Callable[[], TextEncoder]) -> None:
-        self._load = load
-        self._model: TextEncoder | None = None
-
-    def encode(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
-        if self._model is None:
-            self._model = self._load()
-        return self._model.encode(inputs, *args, **kwargs)
 
 
 def champion_source(registry: Registry, version: ModelVersion) -> ModelSource:
