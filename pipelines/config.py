@@ -179,6 +179,11 @@ class Paths:
         return self.root / "data" / "eval"
 
     @property
+    def graph_cache(self) -> Path:
+        """Per-paper graph extraction and scans: kept across runs, not a DVC output."""
+        return self.root / "data" / "cache" / "graph"
+
+    @property
     def llm_cache(self) -> Path:
         """LLM replies by content hash: kept across runs, not a DVC output."""
         return self.root / "data" / "cache" / "llm"

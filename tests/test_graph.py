@@ -18,8 +18,11 @@ import pytest
 from pipelines import io
 from pipelines.config import ConfigError, GraphParams, PairsParams, Paths
 from pipelines.graph import (
+    GraphCache,
     build_graph,
+    cache_path,
     documents_from_tables,
+    extractor_fingerprint,
     main,
     make_extractor,
     merge_candidates,
@@ -1047,3 +1050,270 @@ def test_a_corpus_without_concepts_writes_empty_typed_tables(tmp_path: Path) -> 
     assert (pairs_report.pairs, pairs_report.queries, pairs_report.qrels) == (0, 0, 0)
     qrels_schema = pq.read_schema(paths.eval / "qrels.parquet")
     assert [str(field.type) for field in qrels_schema] == ["string", "string", "int64", "bool"]
+
+
+# -- incremental runs -----------------------------------------------------------------
+
+GRAPH_TABLES = ("concepts", "edges", "mentions")
+
+
+class CountingExtractor(RulesExtractor):
+    """The rules extractor, counting the papers it is asked to extract. (Its class is part
+    of the extractor fingerprint: every run of a test uses it, or none reuses.)"""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def extract(self, paper: PaperDocument) -> Any:
+        self.calls += 1
+        return super().extract(paper)
+
+
+@pytest.fixture
+def scan_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The paper ids ``scan_document`` is called on (in this process)."""
+    import pipelines.graph as graph_module
+
+    calls: list[str] = []
+    real_scan = graph_module.scan_document
+
+    def counting_scan(document: PaperDocument, matcher: SurfaceMatcher) -> Any:
+        calls.append(document.paper_id)
+        return real_scan(document, matcher)
+
+    monkeypatch.setattr(graph_module, "scan_document", counting_scan)
+    return calls
+
+
+def graph_bytes(paths: Paths) -> dict[str, bytes]:
+    return {table: (paths.graph / f"{table}.parquet").read_bytes() for table in GRAPH_TABLES}
+
+
+def cache_use(paths: Paths) -> dict[str, int]:
+    return dict(json.loads((paths.metrics / "graph.json").read_text())["cache_use"])
+
+
+def test_adding_papers_gives_the_from_scratch_graph(tmp_path: Path) -> None:
+    first_three = dict(list(CORPUS.items())[:3])
+    incremental = write_processed(tmp_path / "incremental", first_three)
+    extractor = CountingExtractor()
+    run_graph(GraphParams(), incremental, extractor=extractor, workers=1)
+    assert extractor.calls == 3
+    write_processed(tmp_path / "incremental")
+    extractor = CountingExtractor()
+    run_graph(GraphParams(), incremental, extractor=extractor, workers=1)
+    from_scratch = write_processed(tmp_path / "scratch")
+    run_graph(GraphParams(), from_scratch, extractor=CountingExtractor(), workers=1)
+
+    assert graph_bytes(incremental) == graph_bytes(from_scratch)
+    assert extractor.calls == 2
+    use = cache_use(incremental)
+    assert use["extraction_computed"] == 2 and use["extraction_reused"] == 3
+    assert use["scan_computed"] + use["scan_reused"] == 5
+
+
+def test_added_surface_forms_rescan_only_the_papers_that_contain_them(
+    scan_calls: list[str],
+) -> None:
+    def document(paper_id: str, text: str, statements: tuple[Statement, ...] = ()) -> PaperDocument:
+        chunk = Chunk(f"{paper_id}v1#c0000", text)
+        return PaperDocument(paper_id, "t", "", (), (chunk,), statements)
+
+    dyck = document(
+        "2401.00001",
+        "Dyck paths are counted by Catalan numbers; Motzkin paths also allow flat steps.",
+        (Statement("2401.00001v1#s000", "definition", "Dyck path", "A Dyck path is a path."),),
+    )
+    plain = document("2401.00002", "We count Dyck paths of semilength $n$ by their peaks.")
+    motzkin = document(
+        "2401.00003",
+        "Motzkin paths generalize Dyck paths.",
+        (Statement("2401.00003v1#s000", "definition", "Motzkin path", "A Motzkin path is."),),
+    )
+    cache = GraphCache()
+    params = GraphParams(cooccurrence_min_papers=1)
+    build_graph([dyck, plain], RulesExtractor(), params, disable_progress=True, cache=cache)
+    scan_calls.clear()
+    incremental, report = build_graph(
+        [dyck, plain, motzkin], RulesExtractor(), params, disable_progress=True, cache=cache
+    )
+    scanned_again = list(scan_calls)
+    scratch, _report = build_graph(
+        [dyck, plain, motzkin], RulesExtractor(), params, disable_progress=True
+    )
+
+    for table in GRAPH_TABLES:
+        pd.testing.assert_frame_equal(getattr(incremental, table), getattr(scratch, table))
+    assert "motzkin path" in set(incremental.concepts["name"])
+    # The first paper writes "Motzkin paths", a form added by the new paper: scanned again.
+    assert scanned_again == ["2401.00001", "2401.00003"]
+    assert report.cache_use == {
+        "extraction_computed": 1,
+        "extraction_reused": 2,
+        "scan_computed": 2,
+        "scan_reused": 1,
+        "scan_probed": 1,
+    }
+
+
+def test_an_unchanged_rerun_extracts_and_scans_nothing(
+    tmp_path: Path, scan_calls: list[str]
+) -> None:
+    paths = write_processed(tmp_path)
+    run_graph(GraphParams(), paths, extractor=CountingExtractor(), workers=1)
+    first = graph_bytes(paths)
+    assert len(scan_calls) == 5
+    scan_calls.clear()
+    extractor = CountingExtractor()
+    report = run_graph(GraphParams(), paths, extractor=extractor, workers=1)
+
+    assert extractor.calls == 0 and scan_calls == []
+    assert graph_bytes(paths) == first
+    assert report.cache_use == {
+        "extraction_computed": 0,
+        "extraction_reused": 5,
+        "scan_computed": 0,
+        "scan_reused": 5,
+        "scan_probed": 0,
+    }
+
+
+def test_a_changed_paper_is_extracted_again(tmp_path: Path) -> None:
+    paths = write_processed(tmp_path)
+    run_graph(GraphParams(), paths, extractor=CountingExtractor(), workers=1)
+    changed = {paper_id: dict(paper) for paper_id, paper in CORPUS.items()}
+    first_id = next(iter(changed))
+    changed[first_id]["title"] = "A new title"
+    write_processed(tmp_path, changed)
+    extractor = CountingExtractor()
+    run_graph(GraphParams(), paths, extractor=extractor, workers=1)
+    assert extractor.calls == 1
+    assert cache_use(paths)["extraction_reused"] == 4
+
+
+def test_graph_params_and_extractor_version_invalidate_extractions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths = write_processed(tmp_path)
+    run_graph(GraphParams(), paths, extractor=CountingExtractor(), workers=1)
+
+    extractor = CountingExtractor()
+    run_graph(GraphParams(cooccurrence_min_papers=1), paths, extractor=extractor, workers=1)
+    assert extractor.calls == 5
+
+    extractor = CountingExtractor()
+    run_graph(GraphParams(cooccurrence_min_papers=1), paths, extractor=extractor, workers=1)
+    assert extractor.calls == 0
+
+    monkeypatch.setattr(CountingExtractor, "version", RulesExtractor.version + 1)
+    extractor = CountingExtractor()
+    run_graph(GraphParams(cooccurrence_min_papers=1), paths, extractor=extractor, workers=1)
+    assert extractor.calls == 5
+
+
+def test_a_code_change_invalidates_extractions_and_scans(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scan_calls: list[str]
+) -> None:
+    import pipelines.graph as graph_module
+
+    paths = write_processed(tmp_path)
+    run_graph(GraphParams(), paths, extractor=CountingExtractor(), workers=1)
+    scan_calls.clear()
+    monkeypatch.setattr(graph_module, "code_fingerprint", lambda: "edited")
+    extractor = CountingExtractor()
+    run_graph(GraphParams(), paths, extractor=extractor, workers=1)
+    assert extractor.calls == 5 and len(scan_calls) == 5
+
+
+def test_extractors_without_a_version_are_not_cached() -> None:
+    class Unversioned:
+        name = "unversioned"
+
+        def extract(self, paper: PaperDocument) -> Any:
+            return RulesExtractor().extract(paper)
+
+    assert extractor_fingerprint(Unversioned(), GraphParams()) is None
+    assert extractor_fingerprint(RulesExtractor(), GraphParams()) is not None
+    cache = GraphCache()
+    documents = documents_from_tables(*corpus_tables())
+    build_graph(documents, Unversioned(), GraphParams(), disable_progress=True, cache=cache)
+    assert cache.extractions == {} and len(cache.scans) == 5
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "not json at all {",
+        "[]",
+        '{"format": 999}',
+        '{"format": 1, "extractor_fingerprint": "x"}',
+    ],
+)
+def test_an_unreadable_cache_is_recomputed(
+    tmp_path: Path, damage: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    paths = write_processed(tmp_path)
+    run_graph(GraphParams(), paths, extractor=CountingExtractor(), workers=1)
+    first = graph_bytes(paths)
+    io.write_text(cache_path(paths), damage)
+    extractor = CountingExtractor()
+    run_graph(GraphParams(), paths, extractor=extractor, workers=1)
+    assert extractor.calls == 5
+    assert graph_bytes(paths) == first
+    assert "ignoring the unreadable cache" in capsys.readouterr().err
+    # The run rewrote a good cache: the next one reuses everything.
+    extractor = CountingExtractor()
+    run_graph(GraphParams(), paths, extractor=extractor, workers=1)
+    assert extractor.calls == 0
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        {"concepts": 5},
+        {"paper_id": "somebody else"},
+        {"concepts": [{"display_name": "x"}]},
+        {"relations": [{"source": "a", "target": "b", "relation": "loves"}]},
+    ],
+)
+def test_a_damaged_extraction_entry_is_recomputed(tmp_path: Path, damage: dict[str, Any]) -> None:
+    paths = write_processed(tmp_path)
+    run_graph(GraphParams(), paths, extractor=CountingExtractor(), workers=1)
+    first = graph_bytes(paths)
+    cached = json.loads(cache_path(paths).read_text())
+    digest = sorted(cached["extractions"])[0]
+    cached["extractions"][digest].update(damage)
+    io.write_text(cache_path(paths), json.dumps(cached))
+    extractor = CountingExtractor()
+    run_graph(GraphParams(), paths, extractor=extractor, workers=1)
+    assert extractor.calls == 1
+    assert graph_bytes(paths) == first
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        {"mentions": [["only one"]]},
+        {"mentions": [[1, 2]]},
+        {"statements": []},
+        {"relations": [["a", "b", "loves"]]},
+        {"paper_id": "somebody else"},
+        {"words": [1]},
+        {"words": None},
+    ],
+)
+def test_a_damaged_scan_entry_is_recomputed(
+    tmp_path: Path, damage: dict[str, Any], scan_calls: list[str]
+) -> None:
+    paths = write_processed(tmp_path)
+    run_graph(GraphParams(), paths, extractor=CountingExtractor(), workers=1)
+    first = graph_bytes(paths)
+    cached = json.loads(cache_path(paths).read_text())
+    # A paper with statements, so that dropping them is damage.
+    digest = next(digest for digest, scan in sorted(cached["scans"].items()) if scan["statements"])
+    cached["scans"][digest].update(damage)
+    io.write_text(cache_path(paths), json.dumps(cached))
+    scan_calls.clear()
+    run_graph(GraphParams(), paths, extractor=CountingExtractor(), workers=1)
+    assert len(scan_calls) == 1
+    assert graph_bytes(paths) == first

@@ -12,22 +12,33 @@ and ``related_to`` (two concepts appear together in statements of at least
 A concept's ``papers`` are the papers that define, state or mention it. :func:`run_graph`
 reads ``data/processed``, writes ``data/graph/{concepts,edges,mentions}.parquet``
 atomically and ``metrics/graph.json``; ``python -m pipelines.graph`` runs it.
+
+Incremental: the per-paper work (extraction, then the mention scan) is cached in
+``data/cache/graph/`` by a hash of the paper's content (:class:`GraphCache`). An
+extraction is reused under the same extractor fingerprint (extractor, its version, this
+code, the graph params); a scan under the same code and surface forms or, when this run
+only *added* surface forms, when the paper lacks a word of each added form (none of them
+can match there, so a scan with the larger set finds exactly what it found before).
+Everything after that (merging, edges, descriptions) is redone from the per-paper results
+every run, so the outputs are the same as a from-scratch build's.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import itertools
+import json
 import multiprocessing
 import os
+import re
 import sys
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import pandas as pd
 import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no type information
@@ -54,6 +65,7 @@ from pipelines.graph.rules import (
     Extractor,
     PaperDocument,
     Relation,
+    RelationCandidate,
     RulesExtractor,
     Statement,
     description_from,
@@ -140,6 +152,10 @@ class GraphReport:
     mentions: int
     mentions_by_evidence: dict[str, int]
     extractor_stats: dict[str, int] = field(default_factory=dict)
+    # Per-paper work done vs reused from the cache: extraction_computed/extraction_reused,
+    # scan_computed/scan_reused (each pair adds up to ``papers``); scan_probed counts the
+    # reused scans that needed a probe for newly added surface forms first.
+    cache_use: dict[str, int] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -316,23 +332,35 @@ class DocumentScan:
     mentions: list[tuple[str, str]]  # (concept, chunk_id), each once
     relations: list[tuple[str, str, Relation]]  # stated in its chunks
     statement_concepts: list[tuple[str, frozenset[str]]]  # (statement text, concepts named)
+    # The words (:data:`WORD` runs) of its scanned text: a surface form added later can
+    # only match in this paper if all its words are here (see :func:`_needs_rescan`).
+    words: frozenset[str] = frozenset()
+
+
+# A word as the matcher's boundaries see it: a maximal run of these characters.
+WORD = re.compile(r"[a-z0-9]+")
 
 
 def scan_document(document: PaperDocument, matcher: SurfaceMatcher) -> DocumentScan:
     """Mentions and stated relations in a paper's chunks; concepts named in its statements."""
     mentions: dict[tuple[str, str], None] = {}
     relations: list[tuple[str, str, Relation]] = []
+    words: set[str] = set()
     for chunk in document.chunks:
         chunk_text = match_form(chunk.text)
         found = matcher.find(chunk_text)
         for mention in found:
             mentions[(mention.key, chunk.chunk_id)] = None
         relations += find_relations(chunk_text, found)
-    statement_concepts = [
-        (statement.text, frozenset(matcher.keys_in(match_form(statement.text))))
-        for statement in document.statements
-    ]
-    return DocumentScan(document.paper_id, list(mentions), relations, statement_concepts)
+        words.update(WORD.findall(chunk_text))
+    statement_concepts = []
+    for statement in document.statements:
+        statement_text = match_form(statement.text)
+        statement_concepts.append((statement.text, frozenset(matcher.keys_in(statement_text))))
+        words.update(WORD.findall(statement_text))
+    return DocumentScan(
+        document.paper_id, list(mentions), relations, statement_concepts, frozenset(words)
+    )
 
 
 def build_graph(
@@ -343,28 +371,29 @@ def build_graph(
     workers: int = 1,
     min_papers_for_pool: int = MIN_PAPERS_FOR_POOL,
     disable_progress: bool | None = None,
+    cache: GraphCache | None = None,
 ) -> tuple[Graph, GraphReport]:
     """The knowledge graph of ``documents`` and a report of what went into it.
 
-    With ``workers`` > 1 and at least ``min_papers_for_pool`` papers, the per-paper work
-    (rule extraction, then scanning the text for mentions) runs in that many processes;
-    the result is the same as with one (batches come back in order). The LLM extractor
-    always runs in this process: it is bound by the endpoint, and keeps a cache and stats.
+    With ``workers`` > 1 and at least ``min_papers_for_pool`` papers to work on, the
+    per-paper work (rule extraction, then scanning the text for mentions) runs in that many
+    processes; the result is the same as with one (batches come back in order). The LLM
+    extractor always runs in this process: it is bound by the endpoint, and keeps a cache
+    and stats. With a ``cache``, per-paper results found there are reused and the cache is
+    then replaced by this run's (see :class:`GraphCache`); the graph is the same either way.
     """
-    parallel = workers > 1 and len(documents) >= min_papers_for_pool
-    with _pool(workers if parallel else 1) as pool:
-        progress = tqdm(
-            total=len(documents), desc="graph: extract", unit="paper", disable=disable_progress
+    hashes = [document_hash(document) for document in documents] if cache is not None else []
+    with _LazyPool(workers) as pool:
+        extractions, extraction_reused = _extract_all(
+            documents,
+            hashes,
+            extractor,
+            params,
+            cache,
+            pool,
+            min_papers_for_pool,
+            disable_progress,
         )
-        if pool is not None and isinstance(extractor, RulesExtractor):
-            extractions = [
-                extraction
-                for batch in pool.map(_extract_batch, _batches(documents, workers))
-                for extraction in _advance(progress, batch)
-            ]
-        else:
-            extractions = [_advance_one(progress, extractor.extract(d)) for d in documents]
-        progress.close()
         sightings = [
             (extraction.paper_id, candidate)
             for extraction in extractions
@@ -373,19 +402,16 @@ def build_graph(
         concepts, key_map = merge_candidates(sightings)
         surfaces = {name: sorted(concept.surfaces) for name, concept in concepts.items()}
         matcher = SurfaceMatcher(surfaces)
-
-        progress = tqdm(
-            total=len(documents), desc="graph: mentions", unit="paper", disable=disable_progress
+        scans, scan_reused, scan_probed = _scan_all(
+            documents,
+            hashes,
+            surfaces,
+            matcher,
+            cache,
+            pool,
+            min_papers_for_pool,
+            disable_progress,
         )
-        if pool is not None:
-            token = io.sha256_hex(repr(sorted(surfaces.items())).encode("utf-8"))
-            tasks = [(token, surfaces, batch) for batch in _batches(documents, workers)]
-            scans = [
-                scan for batch in pool.map(_scan_batch, tasks) for scan in _advance(progress, batch)
-            ]
-        else:
-            scans = [_advance_one(progress, scan_document(d, matcher)) for d in documents]
-        progress.close()
 
     # evidence[(concept, chunk_id)] -> the strongest evidence seen (lowest rank).
     evidence: dict[tuple[str, str], int] = {}
@@ -470,6 +496,13 @@ def build_graph(
         mentions=len(graph.mentions),
         mentions_by_evidence=_counts(graph.mentions["evidence"], EVIDENCE_ORDER),
         extractor_stats=dict(getattr(extractor, "stats", {})),
+        cache_use={
+            "extraction_computed": len(documents) - extraction_reused,
+            "extraction_reused": extraction_reused,
+            "scan_computed": len(documents) - scan_reused,
+            "scan_reused": scan_reused,
+            "scan_probed": scan_probed,
+        },
     )
     return graph, report
 
@@ -607,21 +640,346 @@ def _mention_frame(
     )
 
 
+# -- the per-paper cache --------------------------------------------------------------
+
+# Bump when the cache file's layout changes.
+CACHE_FORMAT = 1
+# The code a cached extraction or scan depends on: any edit to it invalidates the cache.
+_CACHED_CODE = ("__init__.py", "rules.py", "normalise.py")
+
+
+@dataclass
+class GraphCache:
+    """Per-paper results of the last run, by :func:`document_hash`, as JSON-ready values.
+
+    ``extractions`` are valid under ``extractor_fingerprint``; ``scans`` under
+    ``scan_code`` and the matcher's ``forms`` (surface form -> concept key) they were made
+    with. An entry that does not read back is recomputed. :func:`build_graph` replaces the
+    contents by this run's results, so papers no longer in the corpus drop out.
+    """
+
+    extractor_fingerprint: str = ""
+    extractions: dict[str, Any] = field(default_factory=dict)
+    scan_code: str = ""
+    forms: dict[str, str] = field(default_factory=dict)
+    scans: dict[str, Any] = field(default_factory=dict)
+
+
+def code_fingerprint() -> str:
+    """A hash of the code that extracts and scans one paper."""
+    folder = Path(__file__).parent
+    digest = hashlib.sha256(f"graph cache format {CACHE_FORMAT}".encode())
+    for name in _CACHED_CODE:
+        digest.update(name.encode("utf-8") + b"\0" + (folder / name).read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def extractor_fingerprint(extractor: Extractor, params: GraphParams) -> str | None:
+    """What a cached extraction is valid for, or ``None`` when ``extractor`` cannot be cached.
+
+    An extractor is cacheable when it has a ``version`` (the rules one): the same paper
+    then always gives the same extraction. The LLM extractor has none; it keeps its own
+    cache of replies.
+    """
+    version = getattr(extractor, "version", None)
+    if version is None:
+        return None
+    described = {
+        "code": code_fingerprint(),
+        "extractor": extractor.name,
+        "class": f"{type(extractor).__module__}.{type(extractor).__qualname__}",
+        "version": version,
+        "params": asdict(params),
+    }
+    return io.sha256_hex(json.dumps(described, sort_keys=True, default=str).encode("utf-8"))
+
+
+def document_hash(document: PaperDocument) -> str:
+    """A hash of everything the extractor and the scan read of a paper (ids included)."""
+    content = [
+        document.paper_id,
+        document.title,
+        document.abstract,
+        list(document.categories),
+        [[chunk.chunk_id, chunk.text] for chunk in document.chunks],
+        [[s.statement_id, s.kind, s.name, s.text] for s in document.statements],
+    ]
+    return io.sha256_hex(json.dumps(content, ensure_ascii=False).encode("utf-8"))
+
+
+def extraction_to_json(extraction: Extraction) -> dict[str, Any]:
+    # By hand, not dataclasses.asdict: that deep-copies every string (seconds on a corpus).
+    return {
+        "paper_id": extraction.paper_id,
+        "concepts": [
+            {
+                "display_name": concept.display_name,
+                "type": concept.type,
+                "evidence": concept.evidence,
+                "description": concept.description,
+                "aliases": list(concept.aliases),
+                "defining_text": concept.defining_text,
+                "chunk_id": concept.chunk_id,
+            }
+            for concept in extraction.concepts
+        ],
+        "relations": [
+            {"source": relation.source, "target": relation.target, "relation": relation.relation}
+            for relation in extraction.relations
+        ],
+        "skipped_reason": extraction.skipped_reason,
+    }
+
+
+def extraction_from_json(value: Any, paper_id: str) -> Extraction | None:
+    """The cached extraction of ``paper_id``, or ``None`` when ``value`` is not one."""
+    try:
+        if value["paper_id"] != paper_id:
+            return None
+        concepts = tuple(
+            ConceptCandidate(**{**concept, "aliases": tuple(concept["aliases"])})
+            for concept in value["concepts"]
+        )
+        relations = tuple(RelationCandidate(**relation) for relation in value["relations"])
+        extraction = Extraction(paper_id, concepts, relations, value["skipped_reason"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    fields_ok = all(
+        isinstance(text, str)
+        for concept in concepts
+        for text in (
+            concept.display_name,
+            concept.type,
+            concept.evidence,
+            concept.description,
+            concept.defining_text,
+            concept.chunk_id,
+            *concept.aliases,
+        )
+    ) and all(isinstance(r.source, str) and isinstance(r.target, str) for r in relations)
+    relations_ok = all(relation.relation in RELATIONS for relation in relations)
+    return extraction if fields_ok and relations_ok else None
+
+
+def scan_to_json(scan: DocumentScan) -> dict[str, Any]:
+    # Statement texts are the document's own: only the concepts named are stored.
+    return {
+        "paper_id": scan.paper_id,
+        "mentions": scan.mentions,
+        "relations": scan.relations,
+        "statements": [sorted(named) for _text, named in scan.statement_concepts],
+        "words": sorted(scan.words),
+    }
+
+
+def scan_from_json(value: Any, document: PaperDocument) -> DocumentScan | None:
+    """The cached scan of ``document``, or ``None`` when ``value`` is not one."""
+    try:
+        if value["paper_id"] != document.paper_id:
+            return None
+        mentions = [(key, chunk_id) for key, chunk_id in value["mentions"]]
+        relations = [(source, target, relation) for source, target, relation in value["relations"]]
+        named = [frozenset(keys) for keys in value["statements"]]
+        words = frozenset(value["words"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    if len(named) != len(document.statements):
+        return None
+    strings = [*itertools.chain.from_iterable(mentions), *itertools.chain(*named), *words]
+    strings += [end for source, target, _r in relations for end in (source, target)]
+    if not all(isinstance(text, str) for text in strings):
+        return None
+    if not all(relation in RELATIONS for _s, _t, relation in relations):
+        return None
+    return DocumentScan(
+        document.paper_id,
+        mentions,
+        [(source, target, cast(Relation, relation)) for source, target, relation in relations],
+        [
+            (statement.text, keys)
+            for statement, keys in zip(document.statements, named, strict=True)
+        ],
+        words,
+    )
+
+
+def _extract_all(
+    documents: Sequence[PaperDocument],
+    hashes: Sequence[str],
+    extractor: Extractor,
+    params: GraphParams,
+    cache: GraphCache | None,
+    pool: _LazyPool,
+    min_papers_for_pool: int,
+    disable_progress: bool | None,
+) -> tuple[list[Extraction], int]:
+    """Every paper's extraction, from the cache where it holds one; and how many it held."""
+    fingerprint = extractor_fingerprint(extractor, params) if cache is not None else None
+    found: list[Extraction | None] = [None] * len(documents)
+    if cache is not None and fingerprint is not None and cache.extractor_fingerprint == fingerprint:
+        for index, (document, digest) in enumerate(zip(documents, hashes, strict=True)):
+            if digest in cache.extractions:
+                found[index] = extraction_from_json(cache.extractions[digest], document.paper_id)
+    todo = [documents[index] for index, extraction in enumerate(found) if extraction is None]
+    reused = len(documents) - len(todo)
+    progress = tqdm(total=len(todo), desc="graph: extract", unit="paper", disable=disable_progress)
+    executor = pool.get() if len(todo) >= min_papers_for_pool else None
+    if executor is not None and isinstance(extractor, RulesExtractor):
+        computed = [
+            extraction
+            for batch in executor.map(_extract_batch, _batches(todo, pool.workers))
+            for extraction in _advance(progress, batch)
+        ]
+    else:
+        computed = [_advance_one(progress, extractor.extract(document)) for document in todo]
+    progress.close()
+    fresh = iter(computed)
+    extractions = [extraction or next(fresh) for extraction in found]
+    if cache is not None and fingerprint is not None:
+        cache.extractor_fingerprint = fingerprint
+        # A reused entry is kept as read: converting it back would cost as much as reading.
+        cache.extractions = {
+            digest: cache.extractions[digest] if was_cached is not None else extraction_to_json(new)
+            for digest, was_cached, new in zip(hashes, found, extractions, strict=True)
+        }
+    return extractions, reused
+
+
+def _scan_all(
+    documents: Sequence[PaperDocument],
+    hashes: Sequence[str],
+    surfaces: dict[str, list[str]],
+    matcher: SurfaceMatcher,
+    cache: GraphCache | None,
+    pool: _LazyPool,
+    min_papers_for_pool: int,
+    disable_progress: bool | None,
+) -> tuple[list[DocumentScan], int, int]:
+    """Every paper's scan, from the cache where it still holds; how many were reused, and
+    how many of those after a probe for added surface forms."""
+    found: list[DocumentScan | None] = [None] * len(documents)
+    probed = 0
+    code = code_fingerprint() if cache is not None else ""
+    if cache is not None and cache.scan_code == code:
+        forms = matcher.key_of_form
+        # Reusable as is when every earlier form still names the same concept; with forms
+        # added since, only if the paper cannot contain one of them.
+        if all(forms.get(form) == key for form, key in cache.forms.items()):
+            added_words = [
+                frozenset(WORD.findall(form)) for form in forms if form not in cache.forms
+            ]
+            for index, (document, digest) in enumerate(zip(documents, hashes, strict=True)):
+                if digest not in cache.scans:
+                    continue
+                scan = scan_from_json(cache.scans[digest], document)
+                if scan is not None and added_words:
+                    if _needs_rescan(added_words, scan.words):
+                        continue
+                    probed += 1
+                found[index] = scan
+    todo = [documents[index] for index, scan in enumerate(found) if scan is None]
+    progress = tqdm(total=len(todo), desc="graph: mentions", unit="paper", disable=disable_progress)
+    executor = pool.get() if len(todo) >= min_papers_for_pool else None
+    if executor is not None:
+        token = io.sha256_hex(repr(sorted(surfaces.items())).encode("utf-8"))
+        tasks = [(token, surfaces, batch) for batch in _batches(todo, pool.workers)]
+        computed = [
+            scan for batch in executor.map(_scan_batch, tasks) for scan in _advance(progress, batch)
+        ]
+    else:
+        computed = [_advance_one(progress, scan_document(document, matcher)) for document in todo]
+    progress.close()
+    fresh = iter(computed)
+    scans = [scan or next(fresh) for scan in found]
+    if cache is not None:
+        cache.scan_code = code
+        cache.forms = dict(matcher.key_of_form)
+        cache.scans = {
+            digest: cache.scans[digest] if was_cached is not None else scan_to_json(new)
+            for digest, was_cached, new in zip(hashes, found, scans, strict=True)
+        }
+    return scans, len(documents) - len(todo), probed
+
+
+def _needs_rescan(added_words: Sequence[frozenset[str]], paper_words: frozenset[str]) -> bool:
+    """Whether a form with one of these word sets might match in a paper with these words.
+
+    Where a form matches, each of its words is a whole word of the text (the matcher
+    demands a non-word character on both sides, and the form's own separators are in the
+    text), so a paper lacking a word of every added form cannot contain any of them. A
+    form without words is assumed to match anywhere.
+    """
+    return any(words <= paper_words for words in added_words)
+
+
+def load_cache(path: Path) -> GraphCache:
+    """The cache at ``path``; an empty one when it is missing or does not read back."""
+    if not path.is_file():
+        return GraphCache()
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+        if value.get("format") != CACHE_FORMAT:
+            raise ValueError(f"format {value.get('format')!r}, expected {CACHE_FORMAT}")
+        cache = GraphCache(
+            extractor_fingerprint=str(value["extractor_fingerprint"]),
+            extractions=dict(value["extractions"]),
+            scan_code=str(value["scan_code"]),
+            forms=dict(value["forms"]),
+            scans=dict(value["scans"]),
+        )
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as error:
+        print(
+            f"graph: ignoring the unreadable cache {path} ({error}); recomputing", file=sys.stderr
+        )
+        return GraphCache()
+    return cache
+
+
+def save_cache(path: Path, cache: GraphCache) -> None:
+    """Write ``cache`` to ``path`` atomically (compact JSON: it holds every paper)."""
+    # By hand, not dataclasses.asdict: that deep-copies every entry.
+    value = {
+        "format": CACHE_FORMAT,
+        "extractor_fingerprint": cache.extractor_fingerprint,
+        "extractions": cache.extractions,
+        "scan_code": cache.scan_code,
+        "forms": cache.forms,
+        "scans": cache.scans,
+    }
+    io.write_text(path, json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+
+
 # -- worker processes -----------------------------------------------------------------
 
 _BATCHES_PER_WORKER = 8
 _worker_matchers: dict[str, SurfaceMatcher] = {}  # one compiled matcher per worker process
 
 
-@contextmanager
-def _pool(workers: int) -> Iterator[ProcessPoolExecutor | None]:
-    if workers <= 1:
-        yield None
-        return
-    # spawn, not fork: a forked child of a process with threads (tqdm's, an HTTP
-    # server's in tests) can deadlock.
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        yield pool
+class _LazyPool:
+    """``workers`` processes, started the first time a phase has enough work for them
+    (an incremental run often has none), shut down on leaving the ``with`` block."""
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+        self._executor: ProcessPoolExecutor | None = None
+
+    def get(self) -> ProcessPoolExecutor | None:
+        if self.workers <= 1:
+            return None
+        if self._executor is None:
+            # spawn, not fork: a forked child of a process with threads (tqdm's, an HTTP
+            # server's in tests) can deadlock.
+            self._executor = ProcessPoolExecutor(
+                self.workers, mp_context=multiprocessing.get_context("spawn")
+            )
+        return self._executor
+
+    def __enter__(self) -> _LazyPool:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._executor is not None:
+            self._executor.shutdown()
 
 
 def _batches(documents: Sequence[PaperDocument], workers: int) -> list[list[PaperDocument]]:
@@ -718,6 +1076,11 @@ def make_extractor(params: GraphParams, paths: Paths) -> Extractor:
     )
 
 
+def cache_path(paths: Paths) -> Path:
+    """The per-paper cache: kept across runs, not a DVC output (like the LLM reply cache)."""
+    return paths.graph_cache / "per_paper.json"
+
+
 def run_graph(
     params: GraphParams,
     paths: Paths,
@@ -725,7 +1088,8 @@ def run_graph(
     extractor: Extractor | None = None,
     workers: int | None = None,
 ) -> GraphReport:
-    """Build the graph from ``paths.processed`` and write it under ``paths.graph``.
+    """Build the graph from ``paths.processed`` and write it under ``paths.graph``,
+    reusing and then updating the per-paper cache at :func:`cache_path`.
 
     ``workers`` processes (default: one per CPU) share the per-paper work on a corpus of
     at least :data:`MIN_PAPERS_FOR_POOL` papers; a script calling this with more than one
@@ -734,15 +1098,18 @@ def run_graph(
     io.ensure_quarantine(paths.quarantine, "graph")
     papers, chunks, statements = read_processed(paths)
     documents = documents_from_tables(papers, chunks, statements)
+    cache = load_cache(cache_path(paths))
     graph, report = build_graph(
         documents,
         extractor or make_extractor(params, paths),
         params,
         workers=workers if workers is not None else (os.cpu_count() or 1),
+        cache=cache,
     )
     write_table(paths.graph / "concepts.parquet", graph.concepts, CONCEPTS_SCHEMA)
     write_table(paths.graph / "edges.parquet", graph.edges, EDGES_SCHEMA)
     write_table(paths.graph / "mentions.parquet", graph.mentions, MENTIONS_SCHEMA)
+    save_cache(cache_path(paths), cache)
     io.write_json(paths.metrics / "graph.json", report.as_dict())
     return report
 

@@ -503,10 +503,19 @@ def _chunk_containing(chunks: Sequence[Chunk], text: str) -> str:
     return ""
 
 
+# Bump when the rules change what they find without this file changing (a data file, a
+# dependency): the graph stage's per-paper cache is keyed by it (and by this code).
+RULES_VERSION = 1
+
+
 class RulesExtractor:
-    """The default extractor: regular expressions over cleaned text; offline, deterministic."""
+    """The default extractor: regular expressions over cleaned text; offline, deterministic.
+
+    ``version`` marks it as cacheable: the same paper always gives the same extraction.
+    """
 
     name = "rules"
+    version = RULES_VERSION
 
     def extract(self, paper: PaperDocument) -> Extraction:
         found: list[ConceptCandidate] = []
