@@ -57,7 +57,6 @@ import gc
 import importlib
 import importlib.metadata
 import json
-import math
 import multiprocessing
 import pickle
 import platform
@@ -75,6 +74,16 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
+from machine import (
+    cpu_busy_fraction,
+    cpu_facts,
+    fmt,
+    load_average,
+    peak_rss_bytes,
+    reset_peak_rss,
+    rss_bytes,
+    to_jsonable,
+)
 
 if TYPE_CHECKING:
     import torch
@@ -522,39 +531,6 @@ def run_st_evaluator(
 # ------------------------------------------------------------------------------- memory (children)
 
 
-def _proc_status_kb(field_name: str) -> int | None:
-    """A ``kB`` field of ``/proc/self/status`` (Linux), or None."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith(field_name + ":"):
-                    return int(line.split()[1])
-    except OSError:
-        return None
-    return None
-
-
-def _reset_peak_rss() -> str:
-    """Reset the peak-RSS mark to the current RSS; say how the peak will be read."""
-    try:
-        with open("/proc/self/clear_refs", "w", encoding="ascii") as clear_refs:
-            clear_refs.write("5")
-    except OSError:
-        return "ru_maxrss since child start (no /proc/self/clear_refs; may overstate)"
-    return "VmHWM after resetting it via /proc/self/clear_refs just before the call"
-
-
-def _peak_rss_bytes() -> int:
-    hwm = _proc_status_kb("VmHWM")
-    kb = hwm if hwm is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return kb * 1024
-
-
-def _rss_bytes() -> int:
-    rss = _proc_status_kb("VmRSS")
-    return 0 if rss is None else rss * 1024
-
-
 def _prepare_child_call(method: str, data_dir: Path, k: int, ks: list[int]) -> Callable[[], object]:
     """Import what ``method`` needs, load its inputs, return the call to measure."""
     queries: F32 = np.load(data_dir / "queries.npy")
@@ -584,12 +560,12 @@ def memory_child(method: str, data_dir: str, k: int, ks: list[int]) -> dict[str,
     """Runs in a fresh spawned process: one call of ``method``, its peak RSS."""
     call = _prepare_child_call(method, Path(data_dir), k, ks)
     gc.collect()
-    how = _reset_peak_rss()
-    before = _rss_bytes()
+    how = reset_peak_rss()
+    before = rss_bytes()
     start = time.perf_counter()
     call()
     seconds = time.perf_counter() - start
-    peak = _peak_rss_bytes()
+    peak = peak_rss_bytes()
     return {
         "peak_rss_mb": peak / MB,
         "rss_before_call_mb": before / MB,
@@ -892,67 +868,6 @@ def agreement_checks(report: SizeReport) -> list[dict[str, Any]]:
 # ------------------------------------------------------------------------------- environment facts
 
 
-def _first_cpu_fields() -> dict[str, str]:
-    """``/proc/cpuinfo`` fields of the first processor (empty off Linux)."""
-    fields: dict[str, str] = {}
-    try:
-        text = Path("/proc/cpuinfo").read_text(encoding="utf-8")
-    except OSError:
-        return fields
-    for line in text.split("\n\n", 1)[0].splitlines():
-        key, _, value = line.partition(":")
-        fields[key.strip()] = value.strip()
-    return fields
-
-
-def load_average() -> list[float] | None:
-    """1/5/15-minute load averages: other work on the machine skews every number here."""
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except OSError:
-        return None
-
-
-def _cpu_times() -> tuple[int, int] | None:
-    """(busy, total) jiffies of all CPUs from ``/proc/stat``."""
-    try:
-        first_line = Path("/proc/stat").read_text(encoding="ascii").split("\n", 1)[0]
-    except OSError:
-        return None
-    user, nice, system, idle, iowait, irq, softirq, steal = map(int, first_line.split()[1:9])
-    busy = user + nice + system + irq + softirq + steal
-    return busy, busy + idle + iowait
-
-
-def cpu_busy_fraction(interval_s: float = 1.0) -> float | None:
-    """Share of the machine's CPU time that was busy over ``interval_s`` (this process idles)."""
-    before = _cpu_times()
-    time.sleep(interval_s)
-    after = _cpu_times()
-    if before is None or after is None or after[1] == before[1]:
-        return None
-    return (after[0] - before[0]) / (after[1] - before[1])
-
-
-def cpu_facts() -> dict[str, Any]:
-    """CPU model, core count and the SIMD flags that decide which GEMM kernels can run."""
-    fields = _first_cpu_fields()
-    flags = set(fields.get("flags", "").split())
-    wanted = ("avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_vnni")
-    return {
-        "cpu_model": fields.get("model name", platform.processor() or "unknown"),
-        # family 25 + AVX-512 is AMD Zen 4; model numbers pin the exact part
-        "cpu_family": fields.get("cpu family"),
-        "cpu_model_number": fields.get("model"),
-        "cpu_mhz": fields.get("cpu MHz"),
-        "cores": os.cpu_count(),
-        "usable_cores": len(os.sched_getaffinity(0)),
-        "flags": {flag: flag in flags for flag in wanted},
-        "platform": platform.platform(),
-        "memory_gb": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9,
-    }
-
-
 def versions(metrics_rs: ModuleType) -> dict[str, str | None]:
     """Installed versions of everything compared (None = not installed)."""
 
@@ -1006,14 +921,6 @@ def blas_facts() -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------------ output
-
-
-def fmt(value: float | None, spec: str = ".3g") -> str:
-    return (
-        "-"
-        if value is None or (isinstance(value, float) and math.isnan(value))
-        else f"{value:{spec}}"
-    )
 
 
 def print_size_table(report: SizeReport) -> None:
@@ -1081,19 +988,6 @@ def print_summary(
         for row in agreement_checks(report):
             status = "ok" if row["ok"] else "WARNING"
             print(f"  {report.size.name:<6}{row['check']:<52}{row['value']:>10.3g}  {status}")
-
-
-def to_jsonable(value: Any) -> Any:
-    """NumPy scalars and other odds to plain JSON types."""
-    if isinstance(value, dict):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [to_jsonable(v) for v in value]
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 def size_json(report: SizeReport) -> dict[str, Any]:

@@ -70,7 +70,6 @@ import datetime as dt
 import gc
 import importlib.metadata
 import json
-import math
 import multiprocessing
 import platform
 import resource
@@ -86,6 +85,17 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
+
+from machine import (
+    cpu_busy_fraction,
+    cpu_facts,
+    fmt,
+    load_average,
+    peak_rss_bytes,
+    proc_status_kb,
+    reset_peak_rss,
+    to_jsonable,
+)
 
 THREAD_ENV_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -185,34 +195,6 @@ def _stage_call(job: StageJob) -> Callable[[], dict[str, Any]]:
     raise ValueError(f"unknown stage {job.stage!r}; known: {list(STAGES)}")
 
 
-def _proc_status_kb(field_name: str, pid: int | str = "self") -> int | None:
-    """A ``kB`` field of ``/proc/<pid>/status`` (Linux), or None."""
-    try:
-        with open(f"/proc/{pid}/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith(field_name + ":"):
-                    return int(line.split()[1])
-    except (OSError, ValueError):
-        return None
-    return None
-
-
-def _reset_peak_rss() -> str:
-    """Reset the peak-RSS mark to the current RSS; say how the peak will be read."""
-    try:
-        with open("/proc/self/clear_refs", "w", encoding="ascii") as clear_refs:
-            clear_refs.write("5")
-    except OSError:
-        return "ru_maxrss since child start (no /proc/self/clear_refs; may overstate)"
-    return "VmHWM after resetting it via /proc/self/clear_refs just before the call"
-
-
-def _peak_rss_bytes() -> int:
-    hwm = _proc_status_kb("VmHWM")
-    kb = hwm if hwm is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return kb * 1024
-
-
 def _cpu_seconds(who: int) -> float:
     usage = resource.getrusage(who)
     return usage.ru_utime + usage.ru_stime
@@ -222,8 +204,8 @@ def stage_child(job: StageJob) -> dict[str, Any]:
     """Runs in a fresh spawned process: one call of ``job.stage``, its time, CPU and memory."""
     call = _stage_call(job)
     gc.collect()
-    how = _reset_peak_rss()
-    before = (_proc_status_kb("VmRSS") or 0) * 1024
+    how = reset_peak_rss()
+    before = (proc_status_kb("VmRSS") or 0) * 1024
     cpu_self = _cpu_seconds(resource.RUSAGE_SELF)
     cpu_children = _cpu_seconds(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
@@ -232,7 +214,7 @@ def stage_child(job: StageJob) -> dict[str, Any]:
     cpu_s = (_cpu_seconds(resource.RUSAGE_SELF) - cpu_self) + (
         _cpu_seconds(resource.RUSAGE_CHILDREN) - cpu_children
     )
-    peak = _peak_rss_bytes()
+    peak = peak_rss_bytes()
     # ru_maxrss of RUSAGE_CHILDREN: the largest reaped child (kB on Linux); 0 when none.
     worker_peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     return {
@@ -289,7 +271,7 @@ def tree_rss_bytes(root_pid: int) -> int:
     total, pending = 0, [root_pid]
     while pending:
         pid = pending.pop()
-        total += (_proc_status_kb("VmRSS", pid) or 0) * 1024
+        total += (proc_status_kb("VmRSS", pid) or 0) * 1024
         pending.extend(children.get(pid, ()))
     return total
 
@@ -473,54 +455,6 @@ def judge(full: dict[str, Any], shares: dict[str, Any]) -> list[dict[str, Any]]:
 # ------------------------------------------------------------------------------- environment
 
 
-def load_average() -> list[float] | None:
-    """1/5/15-minute load averages: other work on the machine skews every number here."""
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except OSError:
-        return None
-
-
-def _cpu_times() -> tuple[int, int] | None:
-    """(busy, total) jiffies of all CPUs from ``/proc/stat``."""
-    try:
-        first_line = Path("/proc/stat").read_text(encoding="ascii").split("\n", 1)[0]
-    except OSError:
-        return None
-    user, nice, system, idle, iowait, irq, softirq, steal = map(int, first_line.split()[1:9])
-    busy = user + nice + system + irq + softirq + steal
-    return busy, busy + idle + iowait
-
-
-def cpu_busy_fraction(interval_s: float = 1.0) -> float | None:
-    """Share of the machine's CPU time that was busy over ``interval_s`` (this process idles)."""
-    before = _cpu_times()
-    time.sleep(interval_s)
-    after = _cpu_times()
-    if before is None or after is None or after[1] == before[1]:
-        return None
-    return (after[0] - before[0]) / (after[1] - before[1])
-
-
-def cpu_facts() -> dict[str, Any]:
-    """CPU model, core count, memory, platform, and the file system the data root is on."""
-    model = platform.processor() or "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
-            if line.startswith("model name"):
-                model = line.partition(":")[2].strip()
-                break
-    except OSError:
-        pass
-    return {
-        "cpu_model": model,
-        "cores": os.cpu_count(),
-        "usable_cores": len(os.sched_getaffinity(0)),
-        "platform": platform.platform(),
-        "memory_gb": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9,
-    }
-
-
 def versions() -> dict[str, str | None]:
     """Installed versions of what the stages run on (None = not installed)."""
 
@@ -551,12 +485,6 @@ def git_state() -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------- output
-
-
-def fmt(value: float | None, spec: str = ".3g") -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "-"
-    return f"{value:{spec}}"
 
 
 def outputs_line(run: dict[str, dict[str, Any]]) -> str:
@@ -631,17 +559,6 @@ def print_summary(result: dict[str, Any]) -> None:
             f"  {verdict['label']:<42}{fmt(verdict['value'], '.4g'):>10}  "
             f"{verdict['goal']:<10}{verdict['status']}"
         )
-
-
-def to_jsonable(value: Any) -> Any:
-    """Counters, tuples and non-finite floats to plain JSON."""
-    if isinstance(value, dict):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [to_jsonable(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 # ---------------------------------------------------------------------------------------- main
