@@ -7,6 +7,7 @@ keys and wrong types are errors that name the key and the file, so a typo in
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import types
 import typing
@@ -199,6 +200,22 @@ class Paths:
 
 
 T = TypeVar("T")
+
+
+def add_config_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options every stage command shares: which params.yaml, and which data root."""
+    parser.add_argument(
+        "--params",
+        type=Path,
+        default=PARAMS_FILE,
+        help="params.yaml to read; default: %(default)s",
+    )
+    parser.add_argument(
+        "--root",
+        type=Path,
+        default=Path("."),
+        help="root the data/, models/, metrics/ and reports/ folders live in; default: %(default)s",
+    )
 
 
 def load_params(path: Path = PARAMS_FILE) -> Params:

@@ -74,7 +74,7 @@ import pandas as pd
 
 import metrics_rs
 from pipelines import io, models
-from pipelines.config import ConfigError, EvaluateParams, Paths, load_params
+from pipelines.config import ConfigError, EvaluateParams, Paths, add_config_arguments, load_params
 from pipelines.embeddings import (
     EmbeddingCache,
     Embeddings,
@@ -1071,18 +1071,7 @@ def main(argv: list[str] | None = None) -> int:
             "write metrics/eval.json, metrics/eval_per_query.parquet and reports/eval/."
         ),
     )
-    parser.add_argument(
-        "--params",
-        type=Path,
-        default=Path("params.yaml"),
-        help="params.yaml to read (sections 'evaluate' and 'train'); default: %(default)s",
-    )
-    parser.add_argument(
-        "--root",
-        type=Path,
-        default=Path("."),
-        help="root the data/, models/, metrics/ and reports/ folders live in; default: %(default)s",
-    )
+    add_config_arguments(parser)
     parser.add_argument(
         "--candidate",
         type=Path,

@@ -43,7 +43,13 @@ from pipelines.arxiv.atom import (
     parse_timestamp,
 )
 from pipelines.arxiv.client import ArxivClient, ArxivError, Eprint
-from pipelines.config import PARAMS_FILE, ConfigError, IngestParams, Paths, load_params
+from pipelines.config import (
+    ConfigError,
+    IngestParams,
+    Paths,
+    add_config_arguments,
+    load_params,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -434,8 +440,7 @@ def main(argv: list[str] | None = None) -> int:
             "ingest.base_url is used (set MATHEMBED_CONTACT_EMAIL first)."
         ),
     )
-    parser.add_argument("--params", type=Path, default=PARAMS_FILE, help="params.yaml to read")
-    parser.add_argument("--root", type=Path, default=Path("."), help="root of the data layout")
+    add_config_arguments(parser)
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")

@@ -48,14 +48,13 @@ import sys
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no type information
 
 from pipelines import io
-from pipelines.config import ConfigError, PairsParams, Paths, load_params
+from pipelines.config import ConfigError, PairsParams, Paths, add_config_arguments, load_params
 from pipelines.graph import write_table
 from pipelines.graph.normalise import normalise_name
 from pipelines.graph.rules import EVIDENCE_ORDER, statement_concept_name
@@ -456,18 +455,7 @@ def main(argv: list[str] | None = None) -> int:
             "and data/graph; write counts to metrics/data.json."
         ),
     )
-    parser.add_argument(
-        "--params",
-        type=Path,
-        default=Path("params.yaml"),
-        help="params.yaml to read (section 'pairs'); default: %(default)s",
-    )
-    parser.add_argument(
-        "--root",
-        type=Path,
-        default=Path("."),
-        help="root the data/ and metrics/ folders live in; default: %(default)s",
-    )
+    add_config_arguments(parser)
     args = parser.parse_args(argv)
     try:
         report = run_pairs(load_params(args.params).pairs, Paths(args.root))

@@ -43,7 +43,7 @@ import pyarrow.parquet as pq  # type: ignore[import-untyped]
 from tqdm import tqdm  # type: ignore[import-untyped]  # no stubs pinned (types-tqdm)
 
 from pipelines import latex
-from pipelines.config import ConfigError, Paths, PrepareParams, load_params
+from pipelines.config import ConfigError, Paths, PrepareParams, add_config_arguments, load_params
 from pipelines.io import (
     atomic_output,
     ensure_quarantine,
@@ -740,8 +740,7 @@ def main(argv: list[str] | None = None) -> int:
             "content hash, same cleaner and knobs) are reused, not redone."
         ),
     )
-    parser.add_argument("--params", type=Path, default=Path("params.yaml"), help="params file")
-    parser.add_argument("--root", type=Path, default=Path("."), help="data root (has data/)")
+    add_config_arguments(parser)
     parser.add_argument(
         "--workers",
         type=int,

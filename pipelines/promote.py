@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from pipelines.config import ConfigError, Paths, load_params
+from pipelines.config import ConfigError, Paths, add_config_arguments, load_params
 from pipelines.decision import QueryMismatchError
 from pipelines.registry import (
     AliasStatus,
@@ -96,18 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "command", nargs="?", default="promote", choices=["promote", "status", "rollback"]
     )
-    parser.add_argument(
-        "--params",
-        type=Path,
-        default=Path("params.yaml"),
-        help="params.yaml to read; default: %(default)s",
-    )
-    parser.add_argument(
-        "--root",
-        type=Path,
-        default=Path("."),
-        help="root of data/, models/, metrics/ and mlruns/; default: %(default)s",
-    )
+    add_config_arguments(parser)
     parser.add_argument(
         "--candidate", type=Path, default=None, help="model folder instead of models/candidate"
     )

@@ -22,7 +22,7 @@ import pandas as pd
 
 import metrics_rs
 from pipelines import io
-from pipelines.config import ConfigError, Paths, PromoteParams, load_params
+from pipelines.config import ConfigError, Paths, PromoteParams, add_config_arguments, load_params
 from pipelines.registry import (
     CHAMPION,
     NoChampionError,
@@ -149,18 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("query", help="what to look for, e.g. 'chromatic polynomial'")
     parser.add_argument("-k", type=int, default=10, help="how many passages; default %(default)s")
-    parser.add_argument(
-        "--params",
-        type=Path,
-        default=Path("params.yaml"),
-        help="params.yaml to read (section 'promote'); default: %(default)s",
-    )
-    parser.add_argument(
-        "--root",
-        type=Path,
-        default=Path("."),
-        help="root the data/ and mlruns/ folders live in; default: %(default)s",
-    )
+    add_config_arguments(parser)
     args = parser.parse_args(argv)
     try:
         hits = search(args.query, args.k, Paths(args.root), load_params(args.params).promote)

@@ -63,7 +63,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import pandas as pd
 
 from pipelines import io, offline
-from pipelines.config import ConfigError, Paths, TrainParams, load_params
+from pipelines.config import ConfigError, Paths, TrainParams, add_config_arguments, load_params
 from pipelines.models import (
     METADATA_FILE,
     ModelLoadError,
@@ -646,18 +646,7 @@ def main(argv: list[str] | None = None) -> int:
             "and metrics/train.json. A killed run resumes from models/checkpoints/."
         ),
     )
-    parser.add_argument(
-        "--params",
-        type=Path,
-        default=Path("params.yaml"),
-        help="params.yaml to read (section 'train'); default: %(default)s",
-    )
-    parser.add_argument(
-        "--root",
-        type=Path,
-        default=Path("."),
-        help="root the data/, models/ and metrics/ folders live in; default: %(default)s",
-    )
+    add_config_arguments(parser)
     parser.add_argument("--no-progress", action="store_true", help="hide the training progress bar")
     args = parser.parse_args(argv)
     offline.apply()  # before the Hugging Face libraries are first imported

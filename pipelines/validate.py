@@ -50,7 +50,7 @@ import pyarrow  # type: ignore[import-untyped]  # pyarrow ships no type informat
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
 from pipelines import io, schemas
-from pipelines.config import ConfigError, Paths, ValidateParams, load_params
+from pipelines.config import ConfigError, Paths, ValidateParams, add_config_arguments, load_params
 from pipelines.graph.normalise import normalise_name
 
 if TYPE_CHECKING:
@@ -579,18 +579,7 @@ def main(argv: list[str] | None = None) -> int:
             "metrics/data_quality.json."
         ),
     )
-    parser.add_argument(
-        "--params",
-        type=Path,
-        default=Path("params.yaml"),
-        help="params.yaml to read (section 'validate'); default: %(default)s",
-    )
-    parser.add_argument(
-        "--root",
-        type=Path,
-        default=Path("."),
-        help="root the data/ and metrics/ folders live in; default: %(default)s",
-    )
+    add_config_arguments(parser)
     args = parser.parse_args(argv)
     try:
         report = run_validate(load_params(args.params).validate, Paths(args.root))

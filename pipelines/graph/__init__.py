@@ -46,7 +46,7 @@ import pyarrow.parquet as pq  # type: ignore[import-untyped]
 from tqdm import tqdm  # type: ignore[import-untyped]
 
 from pipelines import io
-from pipelines.config import ConfigError, GraphParams, Paths, load_params
+from pipelines.config import ConfigError, GraphParams, Paths, add_config_arguments, load_params
 from pipelines.graph.llm import LLMError, LLMExtractor
 from pipelines.graph.normalise import (
     SurfaceMatcher,
@@ -1122,18 +1122,7 @@ def main(argv: list[str] | None = None) -> int:
             "write data/graph/*.parquet and metrics/graph.json."
         ),
     )
-    parser.add_argument(
-        "--params",
-        type=Path,
-        default=Path("params.yaml"),
-        help="params.yaml to read (section 'graph'); default: %(default)s",
-    )
-    parser.add_argument(
-        "--root",
-        type=Path,
-        default=Path("."),
-        help="root the data/ and metrics/ folders live in; default: %(default)s",
-    )
+    add_config_arguments(parser)
     parser.add_argument(
         "--workers",
         type=int,
