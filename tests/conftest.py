@@ -6,6 +6,9 @@ from collections.abc import Iterator
 
 import pytest
 
+# Tiny-model fixtures shared by the model tests (no torch import until one is used).
+from fixtures_models import one_torch_thread, tiny_bert_dir, tiny_model_dir  # noqa: F401
+
 from pipelines import offline
 
 

@@ -18,6 +18,7 @@ pytest puts it on ``sys.path``, so a test module imports them with::
 from __future__ import annotations
 
 import string
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
@@ -89,6 +90,19 @@ def build_tiny_sentence_transformer(
     model = SentenceTransformer(modules=[transformer, pooling_layer], device="cpu")
     model.save(str(folder))
     return folder
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread() -> Iterator[None]:
+    """Tiny models run fastest on one thread: OpenMP's thread hand-offs cost more than the
+    maths, and far more on a busy 2-core machine. Modules opt in with
+    ``pytestmark = pytest.mark.usefixtures("one_torch_thread")``."""
+    import torch  # here, not at import time: conftest imports this module for every session
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="session")

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from fixtures_models import build_tiny_bert, build_tiny_sentence_transformer
+from fixtures_models import build_tiny_sentence_transformer
 
 from pipelines.models import (
     OFFLINE_MINILM,
@@ -24,19 +23,7 @@ from pipelines.models import (
 TEXTS = ["the group of a ring", "prime number theorem", "a random walk on a graph"]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_torch_thread() -> Iterator[None]:
-    """Tiny models run fastest on one thread: OpenMP's thread hand-offs cost more than the
-    maths, and far more on a busy 2-core machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-@pytest.fixture(scope="module")
-def tiny_bert_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_tiny_bert(tmp_path_factory.mktemp("tiny-bert") / "model")
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -12,7 +11,7 @@ from typing import Any
 import pandas as pd
 import pytest
 import torch
-from fixtures_models import TINY_WORDS, build_tiny_bert
+from fixtures_models import TINY_WORDS
 from transformers import TrainerCallback
 
 from pipelines import io
@@ -85,19 +84,7 @@ def toy_params(model_dir: Path, **changes: Any) -> TrainParams:
     return replace(params, **changes)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_torch_thread() -> Iterator[None]:
-    """Tiny models run fastest on one thread: OpenMP's thread hand-offs cost more than the
-    maths, and far more on a busy 2-core machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-@pytest.fixture(scope="module")
-def tiny_bert_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_tiny_bert(tmp_path_factory.mktemp("tiny-bert") / "model")
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 class Killed(Exception):
