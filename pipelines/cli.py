@@ -97,6 +97,57 @@ def bench_metrics(
     raise typer.Exit(code=completed.returncode)
 
 
+RootOption = Annotated[
+    Path, typer.Option("--root", help="Project root (dvc.yaml, data/, models/, mlruns/).")
+]
+ParamsOption = Annotated[str, typer.Option("--params", help="params.yaml, relative to --root.")]
+
+
+@app.command()
+def nightly(
+    force: Annotated[
+        bool, typer.Option("--force", help="Retrain even when no paper and no knob changed.")
+    ] = False,
+    root: RootOption = Path("."),
+    params: ParamsOption = "params.yaml",
+) -> None:
+    """Run the nightly flow once now: ingest, data stages, validate, train, evaluate, promote, push.
+
+    Uses the Prefect server at PREFECT_API_URL, or a temporary local one when unset.
+    Exits 0 when the run completed (including "nothing to do"), 1 when a step failed.
+    """
+    from flows.nightly import nightly_retrain
+
+    state = nightly_retrain(force=force, root=str(root), params_path=params, return_state=True)
+    typer.echo(f"nightly-retrain: {state.name}: {state.message or ''}".rstrip(": "))
+    raise typer.Exit(code=0 if state.is_completed() else 1)
+
+
+@app.command()
+def serve(root: RootOption = Path("."), params: ParamsOption = "params.yaml") -> None:
+    """Run the nightly flow on its cron schedule (params.yaml flow.schedule, flow.timezone).
+
+    Creates the `nightly-retrain` deployment on the Prefect server at PREFECT_API_URL and
+    runs its scheduled runs in this process until interrupted (Ctrl-C).
+    """
+    from prefect.schedules import Cron
+
+    from flows.nightly import nightly_retrain
+    from pipelines.config import ConfigError, load_params
+
+    try:
+        flow_params = load_params(root / params).flow
+    except ConfigError as error:
+        typer.echo(f"serve: {error}", err=True)
+        raise typer.Exit(code=2) from error
+    typer.echo(f"serving nightly-retrain on '{flow_params.schedule}' ({flow_params.timezone})")
+    nightly_retrain.serve(
+        name="nightly-retrain",
+        schedules=[Cron(flow_params.schedule, timezone=flow_params.timezone)],
+        parameters={"root": str(root.resolve()), "params_path": params},
+    )
+
+
 # Commands that forward to a module's `main(argv) -> exit code`, which owns the options
 # (`mathembed <command> --help` shows them): the stages in pipeline order (dvc.yaml runs
 # the same modules with `python -m`), then the registry and search commands.

@@ -133,6 +133,18 @@ class PromoteParams:
 
 
 @dataclass(frozen=True)
+class FlowParams:
+    schedule: str = "0 2 * * *"
+    timezone: str = "UTC"
+    gpu_deployment: str = ""
+    dvc_remote: str = ""
+    push_retries: int = 3
+    push_retry_delay_seconds: float = 10.0
+    webhook_env: str = "MATHEMBED_WEBHOOK_URL"
+    promotion_concurrency_limit: str = "mathembed-promotion"
+
+
+@dataclass(frozen=True)
 class Params:
     sample: SampleParams = SampleParams()
     ingest: IngestParams = IngestParams()
@@ -143,6 +155,7 @@ class Params:
     train: TrainParams = TrainParams()
     evaluate: EvaluateParams = EvaluateParams()
     promote: PromoteParams = PromoteParams()
+    flow: FlowParams = FlowParams()
 
 
 @dataclass(frozen=True)
@@ -197,6 +210,11 @@ class Paths:
     @property
     def metrics(self) -> Path:
         return self.root / "metrics"
+
+    @property
+    def nightly_state(self) -> Path:
+        """What the last nightly run pushed, and where: not a DVC output, not in git."""
+        return self.root / "metrics" / "nightly.json"
 
 
 T = TypeVar("T")

@@ -1,0 +1,208 @@
+"""The nightly retrain flow: ingest → data stages → validate → train → evaluate → promote → push.
+
+Orchestration only. Each step is a named Prefect task that runs a DVC stage (so
+``dvc repro`` semantics decide what reruns) or calls the promotion function the
+``mathembed promote`` command uses. Network steps retry with backoff; training does not
+(a failed training run is a finding, not a hiccup; a killed one resumes from its
+checkpoint on the next run).
+
+Run it once with ``mathembed nightly [--force]``, on its schedule with ``mathembed serve``,
+or as the ``nightly-retrain`` deployment of ``infra/prefect.yaml``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_markdown_artifact
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.objects import FlowRun
+from prefect.concurrency.sync import concurrency
+from prefect.deployments import run_deployment
+from prefect.states import Completed, State
+from prefect.tasks import exponential_backoff
+
+from flows.hooks import StepFailed, report_failure, run_step
+from pipelines import orchestration as orch
+from pipelines.config import Params, Paths, load_params
+from pipelines.models import candidate_dir
+from pipelines.promote import format_promotion
+from pipelines.registry import RegistryError, promote_candidate, promotion_file, tracking_uri
+
+
+def _log(line: str) -> None:
+    get_run_logger().info(line)
+
+
+def _retry_on_registry_errors(_task: Any, _task_run: Any, state: State[Any]) -> bool:
+    """Retry promotion only when MLflow was unreachable, not when the candidate was refused."""
+    try:
+        state.result()
+    except RegistryError:
+        return True
+    except Exception:
+        return False
+    return False
+
+
+@task(name="ingest", retries=2, retry_delay_seconds=exponential_backoff(backoff_factor=30))
+def ingest(root: Path) -> dict[str, Any]:
+    """Harvest new papers. Forced: DVC cannot know that arXiv has new papers."""
+    orch.run_dvc(["repro", "sample"], root, log=_log)
+    orch.run_dvc(["repro", "--force", "--single-item", "ingest"], root, log=_log)
+    return orch.read_json(Paths(root).metrics / "ingest.json")
+
+
+@task(name="plan")
+def plan(root: Path, params: Params, force: bool) -> orch.NightlyWork:
+    paths = Paths(root)
+    lock = root / "dvc.lock"
+    work = orch.nightly_work(
+        stale=orch.stale_stages(root, "evaluate", log=_log),
+        candidate_fingerprint=orch.candidate_fingerprint(candidate_dir(paths)),
+        decided_fingerprint=orch.decided_fingerprint(promotion_file(paths), tracking_uri(paths)),
+        lock_sha256=orch.file_sha256(lock),
+        pushed_lock_sha256=orch.pushed_lock_sha256(paths, params.flow.dvc_remote),
+        force=force,
+    )
+    _log(work.reason)
+    return work
+
+
+@task(name="data-stages")
+def data_stages(root: Path) -> None:
+    """prepare → graph → pairs (each reruns only when its inputs changed)."""
+    orch.run_dvc(["repro", *orch.DATA_STAGES], root, log=_log)
+
+
+@task(name="validate")
+def validate(root: Path) -> dict[str, Any]:
+    """The blocking gate: a failure stops the flow here, before training."""
+    orch.run_dvc(["repro", "validate"], root, log=_log)
+    return orch.read_json(Paths(root).metrics / "data_quality.json")
+
+
+@task(name="train")
+def train_in_place(root: Path, force: bool) -> dict[str, Any]:
+    orch.run_dvc(["repro", *(["--force"] if force else []), "train"], root, log=_log)
+    return orch.read_json(Paths(root).metrics / "train.json")
+
+
+@task(name="train-on-gpu-pool")
+def train_on_gpu_pool(root: Path, params: Params) -> dict[str, Any]:
+    """Hand training to the GPU deployment; the two sides share only the remote stores.
+
+    The validated data goes to the DVC remote, the GPU flow gets this dvc.lock, pulls,
+    trains and pushes the candidate, and returns its dvc.lock; pulling ``train`` with it
+    brings the candidate here.
+    """
+    remote = params.flow.dvc_remote
+    orch.run_dvc(orch.push_arguments(remote, ["validate"]), root, log=_log)
+    lock_file = root / "dvc.lock"
+    _log(f"running deployment {params.flow.gpu_deployment}")
+    flow_run = run_deployment(
+        name=params.flow.gpu_deployment,
+        parameters={"dvc_lock": lock_file.read_text(encoding="utf-8"), "remote": remote},
+    )
+    assert isinstance(flow_run, FlowRun)  # called from sync code: not a coroutine
+    state = flow_run.state
+    if state is None or not state.is_completed():
+        message = state.message if state else "no state"
+        raise RuntimeError(f"GPU training run {flow_run.name} did not complete: {message}")
+    lock_file.write_text(str(state.result()), encoding="utf-8")
+    orch.run_dvc(orch.pull_arguments(remote, ["train"]), root, log=_log)
+    return orch.read_json(Paths(root).metrics / "train.json")
+
+
+@task(name="evaluate")
+def evaluate(root: Path) -> dict[str, Any]:
+    orch.run_dvc(["repro", "evaluate"], root, log=_log)
+    return orch.read_json(Paths(root).metrics / "eval.json")
+
+
+@task(
+    name="promote",
+    retries=2,
+    retry_delay_seconds=exponential_backoff(backoff_factor=15),
+    retry_condition_fn=_retry_on_registry_errors,
+)
+def promote(root: Path, params: Params) -> dict[str, Any]:
+    """Champion/challenger in MLflow, one promotion at a time across all workers.
+
+    The Prefect concurrency limit serialises promotions of runs on different machines;
+    the file lock inside ``promote_candidate`` does it for runs sharing a root.
+    """
+    limit = params.flow.promotion_concurrency_limit
+    with get_client(sync_client=True) as client:
+        client.upsert_global_concurrency_limit_by_name(limit, 1)
+    with concurrency(limit, occupy=1, timeout_seconds=params.promote.lock_timeout_seconds):
+        result = promote_candidate(params, Paths(root))
+    report = format_promotion(result)
+    _log(report)
+    create_markdown_artifact(
+        key="promotion", markdown=f"```\n{report}\n```", description="promotion decision"
+    )
+    return result.as_json()
+
+
+@task(name="dvc-push")
+def push(root: Path, remote: str) -> None:
+    lock = orch.file_sha256(root / "dvc.lock")
+    orch.run_dvc(orch.push_arguments(remote), root, log=_log)
+    orch.record_push(Paths(root), remote, lock)
+
+
+@flow(
+    name="nightly-retrain",
+    on_failure=[report_failure],
+    on_crashed=[report_failure],
+    log_prints=True,
+)
+def nightly_retrain(
+    force: bool = False, root: str = ".", params_path: str = "params.yaml"
+) -> State[Any] | dict[str, Any]:
+    """Bring the champion up to date with the papers published since the last run.
+
+    ``force`` retrains even when nothing changed. ``params_path`` is relative to ``root``.
+    """
+    root_path = Path(root).resolve()
+    params = run_step("load-params", load_params, root_path / params_path)
+    try:
+        with orch.nightly_lock(root_path):
+            return _nightly(root_path, params, force)
+    except orch.NightlyBusyError as busy:
+        get_run_logger().warning(str(busy))
+        return Completed(name="Skipped", message=str(busy))
+
+
+def _nightly(root: Path, params: Params, force: bool) -> State[Any] | dict[str, Any]:
+    ingested = run_step("ingest", ingest, root)
+    work = run_step("plan", plan, root, params, force)
+    summary: dict[str, Any] = {"ingest": ingested, "work": work.reason}
+    if work.nothing_to_do:
+        return Completed(name="Nothing to do", message=work.reason, data=summary)
+    if work.reproduce:
+        run_step("data-stages", data_stages, root)
+        summary["data_quality"] = run_step("validate", validate, root)
+        if params.flow.gpu_deployment:
+            summary["train"] = run_step("train", train_on_gpu_pool, root, params)
+        else:
+            summary["train"] = run_step("train", train_in_place, root, force)
+        run_step("evaluate", evaluate, root)
+    promotion_error: StepFailed | None = None
+    if work.promote:
+        try:
+            summary["promotion"] = run_step("promote", promote, root, params)
+        except StepFailed as error:
+            promotion_error = error  # still push the data below; fail afterwards
+    retrying_push = push.with_options(
+        retries=params.flow.push_retries,
+        retry_delay_seconds=exponential_backoff(params.flow.push_retry_delay_seconds),
+    )
+    if work.push or work.reproduce:
+        run_step("dvc-push", retrying_push, root, params.flow.dvc_remote)
+    if promotion_error is not None:
+        raise promotion_error
+    return summary

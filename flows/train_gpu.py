@@ -1,0 +1,54 @@
+"""The GPU training flow: the ``train-gpu`` deployment on the GPU work pool.
+
+It shares nothing with the nightly flow's machine but the remote stores: it receives the
+caller's ``dvc.lock`` as a parameter, pulls the validated data from the DVC remote, trains
+(``dvc repro --single-item train``; bf16/fp16 autocast on CUDA comes from pipelines.train),
+pushes the candidate back to the remote and returns the updated ``dvc.lock`` text, which
+the caller uses to pull the candidate. The result is persisted so that ``run_deployment``
+can read it (configure shared result storage, e.g. an S3 block, when the pools run on
+different machines).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefect import flow, get_run_logger, task
+
+from flows.hooks import report_failure, run_step
+from pipelines import orchestration as orch
+
+
+def _log(line: str) -> None:
+    get_run_logger().info(line)
+
+
+@task(name="pull-validated-data", retries=2, retry_delay_seconds=30)
+def pull_validated(root: Path, dvc_lock: str, remote: str) -> None:
+    (root / "dvc.lock").write_text(dvc_lock, encoding="utf-8")
+    orch.run_dvc(orch.pull_arguments(remote, ["validate"]), root, log=_log)
+
+
+@task(name="train")
+def train(root: Path) -> None:
+    orch.run_dvc(["repro", "--single-item", "train"], root, log=_log)
+
+
+@task(name="push-candidate", retries=2, retry_delay_seconds=30)
+def push_candidate(root: Path, remote: str) -> str:
+    orch.run_dvc(orch.push_arguments(remote, ["train"]), root, log=_log)
+    return (root / "dvc.lock").read_text(encoding="utf-8")
+
+
+@flow(
+    name="train-gpu",
+    persist_result=True,
+    on_failure=[report_failure],
+    on_crashed=[report_failure],
+)
+def train_gpu(dvc_lock: str, remote: str = "", root: str = ".") -> str:
+    """Train the candidate for the data ``dvc_lock`` describes; return the new dvc.lock."""
+    root_path = Path(root).resolve()
+    run_step("pull-validated-data", pull_validated, root_path, dvc_lock, remote)
+    run_step("train", train, root_path)
+    return run_step("push-candidate", push_candidate, root_path, remote)
