@@ -13,10 +13,16 @@ Both sides must have been scored on the same queries, in the same order: compari
 over different query sets says nothing about which model is better, so :func:`decide`
 refuses (:class:`QueryMismatchError`) instead. The registry shell
 (:mod:`pipelines.registry`) gathers the scores and acts on the :class:`Decision`.
+
+:func:`decide_for_champion` covers the one case :func:`decide` cannot: the champion itself
+presented again on new evaluation data. It stays champion (a model compared with itself
+always ties, which would demote it for nothing) and the record says how it does against
+the base model on the new data.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -136,6 +142,26 @@ def decide(
         deltas=deltas,
         candidate=candidate_means,
         other=other_means,
+    )
+
+
+def decide_for_champion(champion: Scores, base: Scores, rule: PromoteParams) -> Decision:
+    """The current champion re-presented (new evaluation data): it stays champion.
+
+    It is compared with the base model for the record only: ``promote`` is true whatever
+    that comparison says, because demoting the champion without a replacement would leave
+    no model to serve. A person withdraws a champion with ``mathembed rollback``; the
+    reason says when the champion no longer beats its base model on the new data.
+    """
+    against_base = decide(champion, None, base, rule)
+    verdict = "still beats" if against_base.promote else "NO LONGER beats"
+    return dataclasses.replace(
+        against_base,
+        promote=True,
+        reason=(
+            f"kept as champion (it is the champion, so it is not compared with itself); on "
+            f"this evaluation data it {verdict} the base model ({against_base.reason})"
+        ),
     )
 
 

@@ -8,7 +8,15 @@
 3. connects to MLflow: ``sqlite:///<root>/mlruns/mlflow.db`` with artifacts under
    ``<root>/mlruns/artifacts`` by default, or the server named by ``MLFLOW_TRACKING_URI``;
 4. returns the recorded outcome if a version with the candidate's fingerprint is already
-   registered (promoting the same candidate twice registers it once);
+   registered and was decided on the current evaluation data (the hash of the validated
+   chunks, queries and qrels): promoting the same candidate twice registers it once.
+   When the evaluation data has changed since, that version is decided again on the new
+   data — compared with the current ``@champion`` (or the base model with none), its tags
+   and aliases updated, the superseded decision kept in its ``decision_history`` tag; no
+   second version. The champion itself re-presented is not compared with itself: it stays
+   champion and the record gets its scores against the base model on the new data
+   (:func:`pipelines.decision.decide_for_champion`). A version withdrawn by
+   :func:`rollback` is scored and recorded but gets no alias back automatically;
 5. scores the candidate, the base model and the ``@champion`` on the same validated
    queries in this run, with the evaluate stage's code (:mod:`pipelines.evaluate`);
    embeddings come from the shared cache keyed by model fingerprint and texts, so a
@@ -26,7 +34,9 @@
 A crash anywhere leaves the registry consistent and a rerun finishes the job: the version
 is tagged ``settled`` only after its aliases moved, and an unsettled version (or a
 finished run with a logged model but no version) is picked up again instead of being
-registered twice. If MLflow cannot be reached, nothing is written and
+registered twice. A re-decision first sets ``settled`` to ``false`` and writes the
+``eval_data_hash`` tag after the other decision tags, so a crash in the middle of one is
+also finished by the rerun. If MLflow cannot be reached, nothing is written and
 :class:`RegistryError` says so; the candidate stays on disk, untouched, for a rerun.
 
 :func:`status` lists the three aliases with their metrics; :func:`rollback` moves
@@ -56,7 +66,7 @@ import yaml
 
 from pipelines import io
 from pipelines.config import Params, Paths, PromoteParams
-from pipelines.decision import Decision, Scores, Side, decide
+from pipelines.decision import Decision, Scores, Side, decide, decide_for_champion
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
@@ -78,6 +88,16 @@ RERUN_HINT = "rerun `mathembed promote` (it is safe to repeat)"
 TAG_FINGERPRINT = "fingerprint"
 TAG_DECISION = "decision"
 TAG_SETTLED = "settled"
+#: The evaluation data a decision was made on; written last when a decision is rewritten.
+TAG_EVAL_DATA = "eval_data_hash"
+#: JSON list of the decisions a re-decision superseded, oldest first.
+TAG_HISTORY = "decision_history"
+#: How many superseded decisions the history keeps (a tag value holds 100,000 characters).
+HISTORY_LIMIT = 20
+#: The per-side metric tags of a decision (``candidate.mrr_at_10``, ``delta.ndcg_at_10``...).
+METRIC_TAG_PREFIXES = ("candidate.", "champion.", "base.", "delta.")
+#: Set on the version :func:`rollback` demoted: it never gets an alias back by itself.
+TAG_ROLLED_BACK = "rolled_back_at"
 PROMOTED = "promoted"
 REJECTED = "rejected"
 
@@ -426,7 +446,6 @@ def score_for_promotion(
     """
     from pipelines import evaluate
     from pipelines.embeddings import EmbeddingCache
-    from pipelines.models import data_hash
 
     eval_set = evaluate.load_eval_set(paths)
     base_spec = evaluate.base_spec_from_metadata(candidate.metadata)
@@ -448,11 +467,17 @@ def score_for_promotion(
         scores[side], dims[side] = _score_source(
             source, eval_set, params, cache=cache, batch_size=params.evaluate.batch_size
         )
-    eval_data_hash = data_hash(
-        *(paths.validated / f"{table}.parquet" for table in ("chunks", "queries", "qrels"))
-    )
     return ScoredModels(
-        scores["candidate"], scores["base"], scores.get("champion"), eval_data_hash, dims
+        scores["candidate"], scores["base"], scores.get("champion"), eval_data_hash(paths), dims
+    )
+
+
+def eval_data_hash(paths: Paths) -> str:
+    """The hash of the validated evaluation data: passages, queries and relevance judgments."""
+    from pipelines.models import data_hash
+
+    return data_hash(
+        *(paths.validated / f"{table}.parquet" for table in ("chunks", "queries", "qrels"))
     )
 
 
@@ -523,7 +548,12 @@ def load_registered_model(registry: Registry, version: ModelVersion) -> TextEnco
 
 @dataclass(frozen=True)
 class PromotionResult:
-    """What :func:`promote_candidate` did; ``as_json`` is ``metrics/promotion.json``."""
+    """What :func:`promote_candidate` did; ``as_json`` is ``metrics/promotion.json``.
+
+    ``already_registered``: the version was found decided on this evaluation data and its
+    recorded decision is returned. ``redecided``: the version was registered before, on
+    other evaluation data, and this call decided it again (no new version).
+    """
 
     registered_model: str
     version: str
@@ -535,6 +565,7 @@ class PromotionResult:
     already_registered: bool
     tracking_uri: str
     decided_at: str
+    redecided: bool = False
 
     @property
     def promoted(self) -> bool:
@@ -556,6 +587,7 @@ class PromotionResult:
             self.decision.compared_against: self.decision.other,
             "aliases": self.aliases,
             "already_registered": self.already_registered,
+            "redecided": self.redecided,
             "tracking_uri": self.tracking_uri,
             "decided_at": self.decided_at,
         }
@@ -588,31 +620,51 @@ def _promote_locked(
     registry: Registry,
     data_quality: Mapping[str, Any],
 ) -> PromotionResult:
+    current_eval_data = eval_data_hash(paths)
     existing = registry.version_by_fingerprint(candidate.fingerprint)
-    if existing is not None and existing.tags.get(TAG_SETTLED) == "true":
+    # A "settled" tag at all means the version was decided and acted on once; "false" is
+    # a re-decision under way (a fresh version has no such tag until it is settled).
+    redecided = existing is not None and TAG_SETTLED in existing.tags
+    decided_on_this_data = (
+        existing is not None and existing.tags.get(TAG_EVAL_DATA) == current_eval_data
+    )
+    if existing is not None and existing.tags.get(TAG_SETTLED) == "true" and decided_on_this_data:
         return _recorded_result(registry, existing, already_registered=True)
     champion = registry.version_by_alias(CHAMPION)
-    if (
+    is_champion = (
         existing is not None
         and champion is not None
         and str(champion.version) == str(existing.version)
-    ):
-        # A rerun after a crash between moving `champion` and settling: only settle.
+    )
+    if existing is not None and is_champion and decided_on_this_data:
+        # A rerun after a crash between moving `champion` and settling: only settle. (The
+        # eval-data tag is written last, so the decision tags for this data are complete.)
         registry.client.set_model_version_tag(
             registry.model_name, existing.version, TAG_SETTLED, "true"
         )
-        return _recorded_result(registry, registry.version(existing.version), False)
+        return _recorded_result(
+            registry, registry.version(existing.version), False, redecided=redecided
+        )
 
+    # The champion re-presented on new data is scored against the base only.
+    compared = None if is_champion else champion
     scored = score_for_promotion(
         params,
         paths,
         candidate,
-        champion_source(registry, champion) if champion is not None else None,
+        champion_source(registry, compared) if compared is not None else None,
     )
-    decision = decide(scored.candidate, scored.champion, scored.base, params.promote)
+    if is_champion:
+        decision = decide_for_champion(scored.candidate, scored.base, params.promote)
+    else:
+        decision = decide(scored.candidate, scored.champion, scored.base, params.promote)
+    withdrawn = existing is not None and TAG_ROLLED_BACK in existing.tags
+    if withdrawn:
+        assert existing is not None
+        decision = _held_back(decision, existing.tags)
     decided_at = _now()
     tags = _decision_tags(
-        decision, scored, candidate, champion, params.promote, decided_at, paths.root
+        decision, scored, candidate, compared, params.promote, decided_at, paths.root
     )
 
     if existing is None:
@@ -631,12 +683,12 @@ def _promote_locked(
                 model_id=_logged_model_id(model_uri),
             ).version
         )
-    else:  # registered by an attempt that crashed before moving aliases: decide again
+    else:  # registered before: decided on other data, or by an attempt that crashed
         version, run_id = str(existing.version), existing.run_id or ""
-        for key, value in tags.items():
-            registry.client.set_model_version_tag(registry.model_name, version, key, value)
+        _rewrite_decision(registry, existing, tags)
 
-    _move_aliases(registry, str(version), decision, champion)
+    if not is_champion and not withdrawn:
+        _move_aliases(registry, str(version), decision, champion)
     registry.client.set_model_version_tag(registry.model_name, str(version), TAG_SETTLED, "true")
     return PromotionResult(
         registered_model=registry.model_name,
@@ -644,12 +696,83 @@ def _promote_locked(
         fingerprint=candidate.fingerprint,
         run_id=run_id,
         decision=decision,
-        compared_version=str(champion.version) if champion is not None else None,
+        compared_version=str(compared.version) if compared is not None else None,
         aliases=registry.aliases(),
         already_registered=False,
         tracking_uri=registry.uri,
         decided_at=decided_at,
+        redecided=redecided,
     )
+
+
+def _held_back(decision: Decision, tags: Mapping[str, str]) -> Decision:
+    """A version withdrawn by rollback: scored and recorded, never re-promoted by itself.
+
+    Otherwise each change of the evaluation data could hand ``champion`` back to a model
+    a person took out of service.
+    """
+    return dataclasses.replace(
+        decision,
+        promote=False,
+        reason=(
+            f"withdrawn by rollback at {tags.get(TAG_ROLLED_BACK)} by "
+            f"{tags.get('rolled_back_by', 'unknown')} ({tags.get('rolled_back_reason', '')}): "
+            f"no alias is given back automatically; on this evaluation data: {decision.reason}"
+        ),
+    )
+
+
+def _rewrite_decision(registry: Registry, existing: ModelVersion, tags: Mapping[str, str]) -> None:
+    """Replace a registered version's decision tags, crash-safely.
+
+    Order: the superseded decision goes into the history, ``settled`` becomes ``false``
+    (a rerun then decides again instead of returning a half-written record), the new
+    decision tags follow with ``eval_data_hash`` last (so "decided on this data" means
+    every tag is written), and the caller settles once the aliases have moved.
+    """
+    client, name, version = registry.client, registry.model_name, str(existing.version)
+    if existing.tags.get(TAG_SETTLED) == "true":
+        history = superseded_history(existing.tags)
+        if history != existing.tags.get(TAG_HISTORY):
+            client.set_model_version_tag(name, version, TAG_HISTORY, history)
+        client.set_model_version_tag(name, version, TAG_SETTLED, "false")
+    for key, value in tags.items():
+        if key != TAG_EVAL_DATA:
+            client.set_model_version_tag(name, version, key, value)
+    # Per-side metrics of the superseded decision (say, `champion.*` when it is now
+    # compared with the base) would read as part of the new one.
+    for key in existing.tags:
+        if key.startswith(METRIC_TAG_PREFIXES) and key not in tags:
+            client.delete_model_version_tag(name, version, key)
+    client.set_model_version_tag(name, version, TAG_EVAL_DATA, tags[TAG_EVAL_DATA])
+
+
+def superseded_history(tags: Mapping[str, str]) -> str:
+    """The ``decision_history`` tag with the version's current decision appended (JSON).
+
+    Appending is idempotent (a rerun after a crash does not record the same decision
+    twice), and only the last :data:`HISTORY_LIMIT` decisions are kept.
+    """
+    try:
+        history = json.loads(tags.get(TAG_HISTORY) or "[]")
+    except json.JSONDecodeError:
+        history = []
+    if not isinstance(history, list):
+        history = []
+    entry = {
+        key: tags.get(key, "")
+        for key in (
+            TAG_DECISION,
+            "compared_against",
+            "compared_version",
+            TAG_EVAL_DATA,
+            "decided_at",
+            "reason",
+        )
+    }
+    if not history or history[-1] != entry:
+        history.append(entry)
+    return json.dumps(history[-HISTORY_LIMIT:])
 
 
 def _move_aliases(
@@ -658,13 +781,18 @@ def _move_aliases(
     """Promoted: old champion → ``previous``, this version → ``champion``; else → ``challenger``.
 
     ``previous`` moves first, so a crash in between leaves both aliases on the old
-    champion (still a valid registry) and the rerun completes the move.
+    champion (still a valid registry) and the rerun completes the move. A version that
+    is promoted while it holds ``challenger`` (re-decided on new data) loses that alias.
     """
     client, name = registry.client, registry.model_name
     if decision.promote:
         if champion is not None:
             client.set_registered_model_alias(name, PREVIOUS, str(champion.version))
         client.set_registered_model_alias(name, CHAMPION, version)
+        # A challenger re-decided on new data and now promoted is no longer a challenger.
+        challenger = registry.version_by_alias(CHALLENGER)
+        if challenger is not None and str(challenger.version) == version:
+            client.delete_registered_model_alias(name, CHALLENGER)
     else:
         client.set_registered_model_alias(name, CHALLENGER, version)
 
@@ -708,7 +836,7 @@ def _decision_tags(
         "test_method": promote.test_method,
         "metrics": ",".join(decision.deltas),
         "data_version": candidate.data_hash or "unknown",
-        "eval_data_hash": scored.eval_data_hash,
+        TAG_EVAL_DATA: scored.eval_data_hash,
         "base_model": candidate.base_model,
         "decided_at": decided_at,
         "git_commit": _git_commit(root),
@@ -724,7 +852,7 @@ def _decision_tags(
 
 
 def _recorded_result(
-    registry: Registry, version: ModelVersion, already_registered: bool
+    registry: Registry, version: ModelVersion, already_registered: bool, *, redecided: bool = False
 ) -> PromotionResult:
     """The outcome a settled version records in its tags (idempotent re-promotion)."""
     tags = version.tags
@@ -759,6 +887,7 @@ def _recorded_result(
         already_registered=already_registered,
         tracking_uri=registry.uri,
         decided_at=tags.get("decided_at", ""),
+        redecided=redecided,
     )
 
 

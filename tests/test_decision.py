@@ -8,7 +8,13 @@ import numpy as np
 import pytest
 
 from pipelines.config import PromoteParams
-from pipelines.decision import Decision, QueryMismatchError, Scores, decide
+from pipelines.decision import (
+    Decision,
+    QueryMismatchError,
+    Scores,
+    decide,
+    decide_for_champion,
+)
 
 QUERY_IDS = tuple(f"q{i:02d}" for i in range(12))
 
@@ -192,3 +198,32 @@ def test_decision_is_a_plain_record() -> None:
     decision = decide(scores(0.6, 0.6), None, BASE, rule())
     assert isinstance(decision, Decision)
     assert dataclasses.asdict(decision)["compared_against"] == "base"
+
+
+@pytest.mark.parametrize(
+    ("champion", "verdict", "reason_part"),
+    [
+        ((0.30, 0.30), "still beats the base model", "promoted over the base"),
+        ((0.30, 0.20), "NO LONGER beats the base model", "ndcg@10 0.2000 is not higher"),
+        ((0.20, 0.25), "NO LONGER beats the base model", "mrr@10 0.2000 is not higher"),
+    ],
+)
+def test_the_champion_presented_again_stays_champion_and_is_measured_against_the_base(
+    champion: tuple[float, float], verdict: str, reason_part: str
+) -> None:
+    decision = decide_for_champion(scores(*champion), BASE, rule())
+    assert decision.promote  # no replacement: it keeps the alias whatever the base scores
+    assert decision.compared_against == "base"
+    assert "not compared with itself" in decision.reason
+    assert verdict in decision.reason and reason_part in decision.reason
+    assert decision.other == {"mrr@10": 0.20, "ndcg@10": 0.25}
+    assert decision.deltas == pytest.approx(
+        {"mrr@10": champion[0] - 0.20, "ndcg@10": champion[1] - 0.25}
+    )
+
+
+def test_the_champion_presented_again_keeps_the_rule_checks() -> None:
+    with pytest.raises(QueryMismatchError, match="base"):
+        decide_for_champion(scores(0.9, 0.9), Scores(QUERY_IDS[:3], BASE.means), rule())
+    with pytest.raises(ValueError, match="promote.metrics is empty"):
+        decide_for_champion(scores(0.9, 0.9), BASE, rule(metrics=()))

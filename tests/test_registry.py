@@ -293,6 +293,25 @@ def topic_tables() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFra
     return chunks, queries, qrels, papers
 
 
+def write_eval_data(world: World, topics: list[str]) -> str:
+    """New evaluation data: only the queries (and their judgments) about ``topics``.
+
+    The passages and the training pairs stay as they are, so a candidate remains valid;
+    returns the new evaluation-data hash.
+    """
+    _, queries, qrels, _ = topic_tables()
+    kept = {f"q-{topic}" for topic in topics}
+    validated = world.paths.validated
+    write_parquet(
+        validated / "queries.parquet",
+        queries[queries["query_id"].isin(kept)].reset_index(drop=True),
+    )
+    write_parquet(
+        validated / "qrels.parquet", qrels[qrels["query_id"].isin(kept)].reset_index(drop=True)
+    )
+    return registry.eval_data_hash(world.paths)
+
+
 def make_world(root: Path, base_model: Path, empty_db: Path | None) -> World:
     write_tables(root, *topic_tables())
     if empty_db is not None:
@@ -527,7 +546,7 @@ def test_promoting_the_same_candidate_twice_registers_it_once(
     first = world.promote()
     (world.root / "metrics" / "promotion.json").unlink()
     again = world.promote()
-    assert again.already_registered
+    assert again.already_registered and not again.redecided
     assert (again.version, again.run_id, again.promoted) == (first.version, first.run_id, True)
     assert again.decision.reason == first.decision.reason
     assert again.decision.candidate == pytest.approx(first.decision.candidate)
@@ -565,6 +584,181 @@ def test_a_rerun_after_a_crash_finishes_the_promotion_without_a_second_version(
     assert aliases(world) == {"champion": "2", "challenger": None, "previous": "1"}
     assert len(client.search_model_versions(f"name = '{MODEL_NAME}'")) == 2
     assert client.get_model_version(MODEL_NAME, "2").tags["settled"] == "true"
+
+
+def history_of(world: World, version: str) -> list[dict[str, str]]:
+    history = client_of(world).get_model_version(MODEL_NAME, version).tags.get("decision_history")
+    return json.loads(history) if history else []
+
+
+def test_a_version_is_decided_again_when_the_eval_data_changes_and_registered_once(
+    world: World, bow_models: Models
+) -> None:
+    # On the first four topics knows_4 and knows_7 both rank perfectly: a tie.
+    first_data = write_eval_data(world, TOPICS[:4])
+    assert world.promote(world.install_candidate(bow_models.knows_4)).promoted
+    tied = world.promote(world.install_candidate(bow_models.knows_7))
+    assert not tied.promoted and tied.version == "2"
+    same = world.promote()
+    assert same.already_registered and not same.redecided  # same data: recorded decision
+    assert same.decision.reason == tied.decision.reason
+
+    # All ten topics: knows_7 now knows more of them than the champion.
+    new_data = write_eval_data(world, TOPICS)
+    assert new_data != first_data
+    again = world.promote()
+    assert again.redecided and not again.already_registered
+    assert again.promoted and again.version == "2" and again.run_id == tied.run_id
+    assert again.decision.compared_against == "champion" and again.compared_version == "1"
+    assert again.decision.deltas["mrr@10"] > 0
+    # Promoted out of @challenger: the alias does not stay on the champion.
+    assert again.aliases == {"champion": "2", "challenger": None, "previous": "1"}
+    client = client_of(world)
+    assert len(client.search_model_versions(f"name = '{MODEL_NAME}'")) == 2
+    experiment = client.get_experiment_by_name("mathembed")
+    assert len(client.search_runs([experiment.experiment_id])) == 2  # no new run either
+    tags = client.get_model_version(MODEL_NAME, "2").tags
+    assert tags["decision"] == "promoted" and tags["settled"] == "true"
+    assert tags["eval_data_hash"] == new_data
+    assert float(tags["candidate.mrr_at_10"]) == pytest.approx(again.decision.candidate["mrr@10"])
+    [superseded] = history_of(world, "2")
+    assert superseded["decision"] == "rejected"
+    assert superseded["eval_data_hash"] == first_data
+    assert superseded["decided_at"] == tied.decided_at
+    recorded = json.loads((world.root / "metrics" / "promotion.json").read_text())
+    assert recorded["redecided"] is True and recorded["promoted"] is True
+
+    settled = world.promote()  # and on this data it is recorded again
+    assert settled.already_registered and settled.promoted and not settled.redecided
+    assert len(history_of(world, "2")) == 1
+
+
+def test_the_champion_on_new_eval_data_stays_champion_and_is_not_compared_with_itself(
+    world: World, bow_models: Models, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_eval_data(world, TOPICS[:4])
+    first = world.promote(world.install_candidate(bow_models.knows_4))
+    assert first.promoted and first.decision.candidate["mrr@10"] == pytest.approx(1.0)
+    loads: list[object] = []
+    monkeypatch.setattr(registry, "load_registered_model", lambda *args: loads.append(args))
+    shutil.rmtree(world.root / "data" / "cache" / "embeddings")  # would force a champion load
+
+    new_data = write_eval_data(world, TOPICS)
+    kept = world.promote()
+    assert loads == []  # the champion was not scored as its own opponent
+    assert kept.redecided and kept.promoted and kept.version == "1"
+    assert kept.decision.compared_against == "base" and kept.compared_version is None
+    assert "not compared with itself" in kept.decision.reason
+    assert "still beats the base model" in kept.decision.reason
+    # knows_4 misses six of the ten topics: its scores on the new data are recorded.
+    assert kept.decision.candidate["mrr@10"] < first.decision.candidate["mrr@10"]
+    assert kept.aliases == {"champion": "1", "challenger": None, "previous": None}
+    tags = client_of(world).get_model_version(MODEL_NAME, "1").tags
+    assert tags["eval_data_hash"] == new_data and tags["settled"] == "true"
+    assert float(tags["candidate.mrr_at_10"]) == pytest.approx(kept.decision.candidate["mrr@10"])
+    assert [entry["decision"] for entry in history_of(world, "1")] == ["promoted"]
+    assert world.promote().already_registered
+    assert len(client_of(world).search_model_versions(f"name = '{MODEL_NAME}'")) == 1
+
+
+def test_a_crash_during_a_redecision_is_finished_by_the_rerun(
+    world: World, bow_models: Models, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_eval_data(world, TOPICS[:4])
+    world.promote(world.install_candidate(bow_models.knows_4))
+    assert not world.promote(world.install_candidate(bow_models.knows_7)).promoted
+    new_data = write_eval_data(world, TOPICS)
+    real_move = registry._move_aliases
+
+    def crash(*args: object) -> None:
+        raise KeyboardInterrupt("killed between rewriting the decision and moving the aliases")
+
+    monkeypatch.setattr(registry, "_move_aliases", crash)
+    with pytest.raises(KeyboardInterrupt):
+        world.promote()
+    client = client_of(world)
+    tags = client.get_model_version(MODEL_NAME, "2").tags
+    assert tags["settled"] == "false"  # not mistaken for a recorded decision on this data
+    assert aliases(world) == {"champion": "1", "challenger": "2", "previous": None}
+
+    monkeypatch.setattr(registry, "_move_aliases", real_move)
+    finished = world.promote()
+    assert finished.redecided and finished.promoted and finished.version == "2"
+    assert aliases(world) == {"champion": "2", "challenger": None, "previous": "1"}
+    assert client.get_model_version(MODEL_NAME, "2").tags["settled"] == "true"
+    assert len(history_of(world, "2")) == 1  # the superseded decision recorded once
+    assert len(client.search_model_versions(f"name = '{MODEL_NAME}'")) == 2
+
+    # The champion's own re-decision killed after its tags were rewritten: settled by the rerun.
+    write_eval_data(world, TOPICS[2:])
+    real_rewrite = registry._rewrite_decision
+
+    def rewrite_then_crash(*args: object) -> None:
+        real_rewrite(*args)  # type: ignore[arg-type]
+        raise KeyboardInterrupt("killed before settling")
+
+    monkeypatch.setattr(registry, "_rewrite_decision", rewrite_then_crash)
+    with pytest.raises(KeyboardInterrupt):
+        world.promote()
+    monkeypatch.setattr(registry, "_rewrite_decision", real_rewrite)
+    resumed = world.promote()
+    assert resumed.redecided and resumed.version == "2" and resumed.promoted
+    assert resumed.decision.compared_against == "base"
+    tags = client.get_model_version(MODEL_NAME, "2").tags
+    assert tags["settled"] == "true" and tags["eval_data_hash"] != new_data
+    assert aliases(world) == {"champion": "2", "challenger": None, "previous": "1"}
+    # Compared with the base now: the champion-side numbers of the last decision are gone.
+    assert not any(key.startswith("champion.") for key in tags)
+
+
+def test_concurrent_redecisions_of_one_version_decide_once(
+    world: World, bow_models: Models
+) -> None:
+    write_eval_data(world, TOPICS[:4])
+    world.promote(world.install_candidate(bow_models.knows_4))
+    world.promote(world.install_candidate(bow_models.knows_7))
+    write_eval_data(world, TOPICS)
+    results: list[PromotionResult] = []
+    errors: list[BaseException] = []
+    start = threading.Barrier(2)
+
+    def promote() -> None:
+        try:
+            start.wait()
+            results.append(world.promote())
+        except BaseException as error:  # reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=promote) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert sorted((r.redecided, r.already_registered) for r in results) == [
+        (False, True),
+        (True, False),
+    ]
+    assert {(r.version, r.promoted) for r in results} == {("2", True)}
+    assert len(history_of(world, "2")) == 1
+    assert aliases(world) == {"champion": "2", "challenger": None, "previous": "1"}
+
+
+def test_a_rolled_back_version_is_not_given_an_alias_back_on_new_eval_data(
+    world: World, bow_models: Models
+) -> None:
+    world.promote(world.install_candidate(bow_models.knows_4))
+    assert world.promote(world.install_candidate(bow_models.knows_7)).promoted
+    rollback(world.paths, world.params.promote, reason="bad answers", actor="alice")
+    assert aliases(world) == {"champion": "1", "challenger": None, "previous": None}
+
+    write_eval_data(world, TOPICS[1:])  # knows_7 would still beat the champion here
+    held = world.promote()
+    assert held.redecided and not held.promoted
+    assert held.decision.deltas["mrr@10"] > 0
+    assert "withdrawn by rollback" in held.decision.reason and "alice" in held.decision.reason
+    assert aliases(world) == {"champion": "1", "challenger": None, "previous": None}
+    assert client_of(world).get_model_version(MODEL_NAME, "2").tags["decision"] == "rejected"
 
 
 def test_the_champion_is_rescored_from_the_registry_when_its_embeddings_are_not_cached(
