@@ -58,13 +58,12 @@ def ingest(root: Path) -> dict[str, Any]:
 @task(name="plan")
 def plan(root: Path, params: Params, force: bool) -> orch.NightlyWork:
     paths = Paths(root)
-    lock = root / "dvc.lock"
     work = orch.nightly_work(
         stale=orch.stale_stages(root, "evaluate", log=_log),
         candidate_fingerprint=orch.candidate_fingerprint(candidate_dir(paths)),
         decided_fingerprint=orch.decided_fingerprint(promotion_file(paths), tracking_uri(paths)),
-        lock_sha256=orch.file_sha256(lock),
-        pushed_lock_sha256=orch.pushed_lock_sha256(paths, params.flow.dvc_remote),
+        outputs_digest=orch.cached_outputs_digest(root),
+        pushed_outputs_digest=orch.pushed_outputs_digest(paths, params.flow.dvc_remote),
         force=force,
     )
     _log(work.reason)
@@ -149,9 +148,9 @@ def promote(root: Path, params: Params) -> dict[str, Any]:
 
 @task(name="dvc-push")
 def push(root: Path, remote: str) -> None:
-    lock = orch.file_sha256(root / "dvc.lock")
+    digest = orch.cached_outputs_digest(root)
     orch.run_dvc(orch.push_arguments(remote), root, log=_log)
-    orch.record_push(Paths(root), remote, lock)
+    orch.record_push(Paths(root), remote, digest)
 
 
 @flow(

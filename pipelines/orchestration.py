@@ -20,6 +20,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from pipelines import io
 from pipelines.config import Paths
 from pipelines.models import model_fingerprint
@@ -91,8 +93,37 @@ def stale_stages(root: Path, target: str, log: Callable[[str], None] = print) ->
     return stages
 
 
-def file_sha256(path: Path) -> str | None:
-    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+def cached_outputs_digest(root: Path) -> str | None:
+    """A digest of what ``dvc push`` would send: every cached output's hash in dvc.lock.
+
+    Outputs marked ``cache: false`` in dvc.yaml (the small metrics files, rewritten by
+    every ingest) are left out: they are in git, not in the remote, so a run that changed
+    only them has nothing new to push.
+    """
+    lock_file = root / "dvc.lock"
+    if not lock_file.is_file():
+        return None
+    uncached = _uncached_outputs(yaml.safe_load((root / "dvc.yaml").read_text(encoding="utf-8")))
+    lock = yaml.safe_load(lock_file.read_text(encoding="utf-8")) or {}
+    entries = sorted(
+        f"{out['path']}={out.get('md5', '')}"
+        for stage in (lock.get("stages") or {}).values()
+        for out in stage.get("outs", [])
+        if out["path"] not in uncached
+    )
+    return hashlib.sha256("\n".join(entries).encode("utf-8")).hexdigest()
+
+
+def _uncached_outputs(dvc_yaml: dict[str, Any]) -> set[str]:
+    uncached: set[str] = set()
+    for stage in (dvc_yaml.get("stages") or {}).values():
+        for kind in ("outs", "metrics", "plots"):
+            for entry in stage.get(kind, []):
+                if isinstance(entry, dict):
+                    uncached.update(
+                        path for path, opts in entry.items() if opts.get("cache") is False
+                    )
+    return uncached
 
 
 @dataclass(frozen=True)
@@ -114,8 +145,8 @@ def nightly_work(
     stale: list[str],
     candidate_fingerprint: str | None,
     decided_fingerprint: str | None,
-    lock_sha256: str | None,
-    pushed_lock_sha256: str | None,
+    outputs_digest: str | None,
+    pushed_outputs_digest: str | None,
     force: bool,
 ) -> NightlyWork:
     """Decide the work of a nightly run from the state after ingest (pure).
@@ -133,16 +164,14 @@ def nightly_work(
     if candidate_fingerprint is None:
         return NightlyWork(True, True, True, "no candidate model yet")
     promote = candidate_fingerprint != decided_fingerprint
-    push = lock_sha256 != pushed_lock_sha256
+    push = outputs_digest != pushed_outputs_digest
     reasons = []
     if promote:
         reasons.append("the candidate has no recorded promotion decision")
     if push:
-        reasons.append("the current dvc.lock was not pushed yet")
+        reasons.append("the current data and model were not pushed yet")
     if not reasons:
-        return NightlyWork(
-            False, False, False, "nothing to do: no new papers, params and code unchanged"
-        )
+        return NightlyWork(False, False, False, "no new papers; params and code unchanged")
     return NightlyWork(False, promote, push, "; ".join(reasons))
 
 
@@ -173,18 +202,19 @@ def read_json(path: Path) -> dict[str, Any]:
     return loaded if isinstance(loaded, dict) else {}
 
 
-def pushed_lock_sha256(paths: Paths, remote: str) -> str | None:
-    """The dvc.lock hash the last successful push to ``remote`` carried."""
+def pushed_outputs_digest(paths: Paths, remote: str) -> str | None:
+    """The :func:`cached_outputs_digest` the last successful push to ``remote`` sent."""
     pushed = read_json(paths.nightly_state).get("pushed", {})
     entry = pushed.get(remote or "default") if isinstance(pushed, dict) else None
-    return str(entry["dvc_lock_sha256"]) if isinstance(entry, dict) else None
+    digest = entry.get("outputs_digest") if isinstance(entry, dict) else None
+    return str(digest) if digest else None
 
 
-def record_push(paths: Paths, remote: str, lock_sha256: str | None) -> None:
+def record_push(paths: Paths, remote: str, outputs_digest: str | None) -> None:
     state = read_json(paths.nightly_state)
     pushed = state.setdefault("pushed", {})
     pushed[remote or "default"] = {
-        "dvc_lock_sha256": lock_sha256,
+        "outputs_digest": outputs_digest,
         "at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     io.write_json(paths.nightly_state, state)
