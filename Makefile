@@ -28,7 +28,7 @@ OFFLINE_KEYS := $(foreach line,$(OFFLINE_LINES),$(call offline_key,$(line)))
 $(foreach line,$(OFFLINE_LINES),$(eval $(call offline_key,$(line)) ?= $(call offline_value,$(line))))
 export $(OFFLINE_KEYS)
 
-.PHONY: help venv build test demo repro bench fmt clean distclean rust-tools browser offline-env
+.PHONY: help venv build test demo repro bench fmt clean distclean rust-tools browser offline-env services services-down
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## /  make \1\t/' | expand -t 22
@@ -80,20 +80,29 @@ repro: build ## run the pipeline (dvc repro: data, validate, train, evaluate) on
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/dvc repro
 	@$(VPY) -m pipelines.summary
 
-# The main job on the embedded default, offline: data → validate → train → evaluate
-# (make repro), promotion in the local MLflow registry, a search with the champion, then
-# the quick metrics benchmark.
+# The main job on the embedded default, offline: the Prefect nightly flow once (ingest →
+# data stages → validate → train → evaluate → promote → dvc push) on the sample mirror,
+# then what it produced, the registry and a search with the champion. A second run finds
+# no new papers and ends early ("Nothing to do").
 DEMO_QUERY ?= Rogers-Ramanujan identities
-demo: $(STAMP_BENCH) repro ## the whole pipeline on the sample mirror, promotion, a search, the quick benchmark
-	$(VENV)/bin/mathembed promote
+demo: build ## the nightly flow once on the sample mirror, then its results and a search
+	$(VENV)/bin/mathembed nightly
+	@$(VPY) -m pipelines.summary
 	$(VENV)/bin/mathembed status
 	@if $(VENV)/bin/mathembed status | grep -q '^champion *v'; then \
 		$(VENV)/bin/mathembed search "$(DEMO_QUERY)" -k 3; \
 	else \
 		echo "no champion yet: the candidate did not beat the base model (reason above), so there is no model to search with"; \
 	fi
-	@echo "reports: reports/data_quality/index.html, reports/eval/*.png; metrics: metrics/*.json"
-	$(VPY) benchmarks/bench_metrics.py --quick
+	@echo "reports: reports/data_quality/index.html (data quality), reports/eval/*.png (evaluation); MLflow: mlruns/mlflow.db (mlflow ui --backend-store-uri sqlite:///mlruns/mlflow.db)"
+
+# Real servers on 127.0.0.1, no Docker: moto S3, MLflow (artifacts on that S3), Prefect.
+SERVICES_DIR := .services
+services: $(STAMP_DEV) ## start moto S3, an MLflow server and a Prefect server on 127.0.0.1 (then: source .services/env.sh)
+	$(VPY) -m pipelines.services up --folder $(SERVICES_DIR)
+
+services-down: ## stop what `make services` started
+	$(VPY) -m pipelines.services down --folder $(SERVICES_DIR)
 
 bench: $(STAMP_BENCH) build ## full metrics benchmark -> benchmarks/results/metrics.json
 	$(VPY) benchmarks/bench_metrics.py

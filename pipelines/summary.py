@@ -1,7 +1,8 @@
-"""Print what the data pipeline produced: the counts each stage recorded under ``metrics/``.
+"""Print what the pipeline produced: each stage's counts, the evaluation and the decision.
 
 ``python -m pipelines.summary`` (run by ``make repro`` and ``make demo``) reads the
-stages' metrics files and says where the outputs are. It changes nothing.
+stages' metrics files under ``metrics/`` and says where the outputs and reports are.
+It changes nothing.
 """
 
 from __future__ import annotations
@@ -50,12 +51,44 @@ def render(paths: Paths) -> str:
             rows = [(k, v) for k, v in rows if any(k == s or k.startswith(f"{s}.") for s in keys)]
         row = ", ".join(f"{key}={value}" for key, value in rows)
         lines.append(f"{stage}: {row}")
+    lines.extend(_evaluation_lines(paths))
     lines.append(
         f"outputs: {paths.raw}, {paths.processed}, {paths.graph}, {paths.training}, "
         f"{paths.eval}, {paths.validated}; rejected inputs and their reasons: "
         f"{paths.quarantine}; data-quality report: reports/data_quality/index.html"
     )
     return "\n".join(lines)
+
+
+#: The metrics the evaluation and promotion lines show.
+HEADLINE_METRICS = ("mrr@10", "ndcg@10")
+
+
+def _evaluation_lines(paths: Paths) -> list[str]:
+    """Candidate vs base at the primary dimension, and the last promotion decision."""
+    lines = []
+    evaluation_file = paths.metrics / "eval.json"
+    if evaluation_file.is_file():
+        evaluation = json.loads(evaluation_file.read_text(encoding="utf-8"))
+        dim = f"dim_{evaluation['primary_dim']}"
+        scores = "; ".join(
+            f"{model} " + " ".join(f"{m}={evaluation[model][dim][m]:.4f}" for m in HEADLINE_METRICS)
+            for model in ("candidate", "base")
+        )
+        lines.append(
+            f"evaluate: {evaluation['n_queries']} held-out queries, "
+            f"{evaluation['corpus_size']} passages, dim {evaluation['primary_dim']}: {scores}; "
+            "figures: reports/eval/*.png"
+        )
+    promotion_file = paths.metrics / "promotion.json"
+    if promotion_file.is_file():
+        promotion = json.loads(promotion_file.read_text(encoding="utf-8"))
+        outcome = "promoted to @champion" if promotion["promoted"] else "kept as @challenger"
+        lines.append(
+            f"promote: {promotion['registered_model']} v{promotion['version']} {outcome}: "
+            f"{promotion['reason']} (p={promotion['p_value']})"
+        )
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
