@@ -35,6 +35,14 @@ class StepFailed(RuntimeError):
         super().__init__(f"step '{step}' failed: {type(cause).__name__}: {cause}")
         self.step = step
 
+    @classmethod
+    def combine(cls, failures: list[StepFailed]) -> StepFailed:
+        """One error for several independent steps that failed in the same run."""
+        if len(failures) == 1:
+            return failures[0]
+        steps = " and ".join(failure.step for failure in failures)
+        return cls(steps, RuntimeError(" | ".join(str(failure) for failure in failures)))
+
 
 def run_step(step: str, function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """Call one step (a Prefect task); its failure becomes :class:`StepFailed` naming it."""

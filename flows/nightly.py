@@ -13,9 +13,9 @@ or as the ``nightly-retrain`` deployment of ``infra/prefect.yaml``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
-from prefect import flow, get_run_logger, task
+from prefect import Task, flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.objects import FlowRun
@@ -26,10 +26,13 @@ from prefect.tasks import exponential_backoff
 
 from flows.hooks import StepFailed, report_failure, run_step
 from pipelines import orchestration as orch
-from pipelines.config import Params, Paths, load_params
+from pipelines.config import FlowParams, Params, Paths, load_params
 from pipelines.models import candidate_dir
 from pipelines.promote import format_promotion
 from pipelines.registry import RegistryError, promote_candidate, promotion_file, tracking_uri
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 def _log(line: str) -> None:
@@ -47,7 +50,7 @@ def _retry_on_registry_errors(_task: Any, _task_run: Any, state: State[Any]) -> 
     return False
 
 
-@task(name="ingest", retries=2, retry_delay_seconds=exponential_backoff(backoff_factor=30))
+@task(name="ingest")
 def ingest(root: Path) -> dict[str, Any]:
     """Harvest new papers. Forced: DVC cannot know that arXiv has new papers."""
     orch.run_dvc(["repro", "sample"], root, log=_log)
@@ -121,12 +124,7 @@ def evaluate(root: Path) -> dict[str, Any]:
     return orch.read_json(Paths(root).metrics / "eval.json")
 
 
-@task(
-    name="promote",
-    retries=2,
-    retry_delay_seconds=exponential_backoff(backoff_factor=15),
-    retry_condition_fn=_retry_on_registry_errors,
-)
+@task(name="promote", retry_condition_fn=_retry_on_registry_errors)
 def promote(root: Path, params: Params) -> dict[str, Any]:
     """Champion/challenger in MLflow, one promotion at a time across all workers.
 
@@ -176,8 +174,17 @@ def nightly_retrain(
         return Completed(name="Skipped", message=str(busy))
 
 
+def _with_network_retries(step: Task[P, R], flow_params: FlowParams) -> Task[P, R]:
+    """Network steps retry with backoff as params.yaml says; training never retries."""
+    return step.with_options(
+        retries=flow_params.network_retries,
+        retry_delay_seconds=exponential_backoff(flow_params.network_retry_delay_seconds),
+        retry_jitter_factor=0.5,
+    )
+
+
 def _nightly(root: Path, params: Params, force: bool) -> State[Any] | dict[str, Any]:
-    ingested = run_step("ingest", ingest, root)
+    ingested = run_step("ingest", _with_network_retries(ingest, params.flow), root)
     work = run_step("plan", plan, root, params, force)
     summary: dict[str, Any] = {"ingest": ingested, "work": work.reason}
     if work.nothing_to_do:
@@ -190,18 +197,23 @@ def _nightly(root: Path, params: Params, force: bool) -> State[Any] | dict[str, 
         else:
             summary["train"] = run_step("train", train_in_place, root, force)
         run_step("evaluate", evaluate, root)
-    promotion_error: StepFailed | None = None
+    # Promotion and push are independent: the data is pushed even when MLflow is down,
+    # and the run fails afterwards, naming every step that failed.
+    failures: list[StepFailed] = []
     if work.promote:
         try:
-            summary["promotion"] = run_step("promote", promote, root, params)
-        except StepFailed as error:
-            promotion_error = error  # still push the data below; fail afterwards
-    retrying_push = push.with_options(
-        retries=params.flow.push_retries,
-        retry_delay_seconds=exponential_backoff(params.flow.push_retry_delay_seconds),
-    )
+            summary["promotion"] = run_step(
+                "promote", _with_network_retries(promote, params.flow), root, params
+            )
+        except StepFailed as failure:
+            failures.append(failure)
     if work.push or work.reproduce:
-        run_step("dvc-push", retrying_push, root, params.flow.dvc_remote)
-    if promotion_error is not None:
-        raise promotion_error
+        try:
+            run_step(
+                "dvc-push", _with_network_retries(push, params.flow), root, params.flow.dvc_remote
+            )
+        except StepFailed as failure:
+            failures.append(failure)
+    if failures:
+        raise StepFailed.combine(failures)
     return summary

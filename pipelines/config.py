@@ -138,8 +138,8 @@ class FlowParams:
     timezone: str = "UTC"
     gpu_deployment: str = ""
     dvc_remote: str = ""
-    push_retries: int = 3
-    push_retry_delay_seconds: float = 10.0
+    network_retries: int = 3
+    network_retry_delay_seconds: float = 10.0
     webhook_env: str = "MATHEMBED_WEBHOOK_URL"
     promotion_concurrency_limit: str = "mathembed-promotion"
 
