@@ -22,7 +22,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import requests
@@ -56,6 +56,8 @@ class Services:
 
     folder: Path
     ports: Ports
+    #: The server processes, when this process started them (to reap them on stop).
+    processes: tuple[subprocess.Popen[bytes], ...] = field(default=(), compare=False, repr=False)
 
     @property
     def s3_url(self) -> str:
@@ -145,6 +147,7 @@ def start(folder: Path, ports: Ports = Ports()) -> Services:
         if _pid_alive(_read_pid(folder, name)):
             raise ServiceError(f"{name} already runs (pid file {folder / f'{name}.pid'})")
     environment = _server_environment(services)
+    processes: list[subprocess.Popen[bytes]] = []
     try:
         for name, command in _commands(services).items():
             with (folder / f"{name}.log").open("ab") as log:
@@ -156,6 +159,7 @@ def start(folder: Path, ports: Ports = Ports()) -> Services:
                     stderr=subprocess.STDOUT,
                     start_new_session=True,
                 )
+            processes.append(process)
             (folder / f"{name}.pid").write_text(str(process.pid))
             if name == "s3":
                 _wait_healthy(name, services)
@@ -164,11 +168,12 @@ def start(folder: Path, ports: Ports = Ports()) -> Services:
             _wait_healthy(name, services)
     except BaseException:
         stop(folder)
+        _reap(processes)
         raise
     (folder / "env.sh").write_text(
         "".join(f"export {key}={value}\n" for key, value in services.client_environment().items())
     )
-    return services
+    return replace(services, processes=tuple(processes))
 
 
 def stop(folder: Path) -> list[str]:
@@ -192,6 +197,12 @@ def running(folder: Path, ports: Ports | None = None) -> Iterator[Services]:
         yield services
     finally:
         stop(folder)
+        _reap(services.processes)
+
+
+def _reap(processes: list[subprocess.Popen[bytes]] | tuple[subprocess.Popen[bytes], ...]) -> None:
+    for process in processes:
+        process.wait(timeout=30)
 
 
 def _create_buckets(services: Services) -> None:

@@ -8,31 +8,15 @@ minutes on a CPU.
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
+from projects import dvc, new_project, update_params
 
-REPO = Path(__file__).resolve().parent.parent
 STAGES = ("sample", "ingest", "prepare", "graph", "pairs", "validate")
 LAST_DATA_STAGE = STAGES[-1]
-
-
-def run(*args: str, cwd: Path) -> str:
-    env = {
-        **os.environ,
-        # dvc.yaml's commands say `python -m ...`: this interpreter must be the one found.
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-        "DVC_NO_ANALYTICS": "1",
-    }
-    result = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, check=False)
-    assert result.returncode == 0, f"{' '.join(args)} failed:\n{result.stdout}\n{result.stderr}"
-    return result.stdout + result.stderr
 
 
 def stages_run(output: str) -> list[str]:
@@ -42,23 +26,11 @@ def stages_run(output: str) -> list[str]:
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh git + DVC project holding this checkout's pipeline code and DAG."""
-    root = tmp_path_factory.mktemp("project")
-    for name in ("dvc.yaml", "params.yaml"):
-        shutil.copy(REPO / name, root / name)
-    shutil.copytree(REPO / "gx", root / "gx", ignore=shutil.ignore_patterns("uncommitted"))
-    shutil.copytree(
-        REPO / "pipelines", root / "pipelines", ignore=shutil.ignore_patterns("__pycache__")
-    )
-    params = yaml.safe_load((root / "params.yaml").read_text())
-    params["sample"]["n_papers"] = 80  # the smallest mirror the generator accepts
-    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    run("git", "init", "-q", cwd=root)
-    run(sys.executable, "-m", "dvc", "init", "-q", cwd=root)
-    return root
+    return new_project(tmp_path_factory.mktemp("project"))
 
 
 def test_first_repro_builds_every_dataset(project: Path) -> None:
-    output = run(sys.executable, "-m", "dvc", "repro", LAST_DATA_STAGE, cwd=project)
+    output = dvc("repro", LAST_DATA_STAGE, cwd=project)
     assert stages_run(output) == list(STAGES)
     for table in (
         "data/processed/papers.parquet",
@@ -79,14 +51,12 @@ def test_first_repro_builds_every_dataset(project: Path) -> None:
 
 
 def test_second_repro_does_nothing(project: Path) -> None:
-    output = run(sys.executable, "-m", "dvc", "repro", LAST_DATA_STAGE, cwd=project)
+    output = dvc("repro", LAST_DATA_STAGE, cwd=project)
     assert stages_run(output) == []
 
 
 def test_changing_a_pairs_knob_reruns_only_pairs_and_what_follows(project: Path) -> None:
-    params_path = project / "params.yaml"
-    params = yaml.safe_load(params_path.read_text())
-    params["pairs"]["seed"] += 1
-    params_path.write_text(yaml.safe_dump(params, sort_keys=False))
-    output = run(sys.executable, "-m", "dvc", "repro", LAST_DATA_STAGE, cwd=project)
+    seed = yaml.safe_load((project / "params.yaml").read_text())["pairs"]["seed"]
+    update_params(project, {"pairs": {"seed": seed + 1}})
+    output = dvc("repro", LAST_DATA_STAGE, cwd=project)
     assert stages_run(output) == ["pairs", "validate"]
