@@ -159,7 +159,7 @@ def specter2_sized_model(folder: Path) -> tuple[str, str]:
     tokenizer = AutoTokenizer.from_pretrained(resolve_model_source(OFFLINE_MINILM))
     config = BertConfig(vocab_size=tokenizer.vocab_size)
     torch.manual_seed(0)
-    BertModel(config, add_pooling_layer=False).save_pretrained(folder)
+    BertModel(config).save_pretrained(folder)  # with the pooler, as SPECTER2 has one
     tokenizer.save_pretrained(folder)
     return str(folder), (
         f"BERT-base config built from scratch ({config.num_hidden_layers} layers, "

@@ -476,9 +476,15 @@ def eval_data_hash(paths: Paths) -> str:
     """The hash of the validated evaluation data: passages, queries and relevance judgments."""
     from pipelines.models import data_hash
 
-    return data_hash(
-        *(paths.validated / f"{table}.parquet" for table in ("chunks", "queries", "qrels"))
-    )
+    try:
+        return data_hash(
+            *(paths.validated / f"{table}.parquet" for table in ("chunks", "queries", "qrels"))
+        )
+    except FileNotFoundError as error:
+        raise PromotionRefusedError(
+            f"{error}: promotion decides on the validated evaluation data (chunks, queries, "
+            "qrels in data/validated/); run `dvc repro`, then `mathembed promote`"
+        ) from error
 
 
 def _score_source(

@@ -889,6 +889,18 @@ def test_a_candidate_changed_after_training_or_without_metadata_is_refused(
         world.promote()
 
 
+def test_missing_evaluation_data_is_refused_with_the_fix_even_for_a_registered_version(
+    world: World, bow_models: Models
+) -> None:
+    world.promote(world.install_candidate(bow_models.knows_4))
+    (world.paths.validated / "qrels.parquet").unlink()
+    with pytest.raises(
+        PromotionRefusedError, match=r"qrels.parquet does not exist.*run `dvc repro`"
+    ):
+        world.promote()
+    assert aliases(world) == {"champion": "1", "challenger": None, "previous": None}
+
+
 def test_status_and_rollback_on_a_registry_that_does_not_exist_yet(world: World) -> None:
     shutil.rmtree(world.root / "mlruns")
     assert aliases(world) == {"champion": None, "challenger": None, "previous": None}
