@@ -31,7 +31,12 @@ def format_promotion(result: PromotionResult) -> str:
     """A few lines: decided what, against whom, the metrics, where the aliases point."""
     decision = result.decision
     outcome = "PROMOTED to @champion" if decision.promote else "not promoted: @challenger"
-    again = " (already registered; recorded decision)" if result.already_registered else ""
+    if result.redecided:
+        again = " (registered before; decided again on new evaluation data)"
+    elif result.already_registered:
+        again = " (already registered; recorded decision)"
+    else:
+        again = ""
     against = (
         f"champion v{result.compared_version}"
         if decision.compared_against == "champion"

@@ -38,6 +38,7 @@ from pipelines import registry
 from pipelines.config import EvaluateParams, Params, Paths, PromoteParams
 from pipelines.io import write_json, write_parquet
 from pipelines.models import data_hash, model_fingerprint
+from pipelines.promote import format_promotion
 from pipelines.registry import (
     PromotionLockedError,
     PromotionRefusedError,
@@ -608,6 +609,8 @@ def test_a_version_is_decided_again_when_the_eval_data_changes_and_registered_on
     assert new_data != first_data
     again = world.promote()
     assert again.redecided and not again.already_registered
+    assert "decided again on new evaluation data" in format_promotion(again)
+    assert "recorded decision" in format_promotion(same)
     assert again.promoted and again.version == "2" and again.run_id == tied.run_id
     assert again.decision.compared_against == "champion" and again.compared_version == "1"
     assert again.decision.deltas["mrr@10"] > 0
