@@ -25,6 +25,7 @@ from prefect.states import Completed, State
 from prefect.tasks import exponential_backoff
 
 from flows.hooks import StepFailed, report_failure, run_step
+from pipelines import io
 from pipelines import orchestration as orch
 from pipelines.config import FlowParams, Params, Paths, load_params
 from pipelines.models import candidate_dir
@@ -97,8 +98,8 @@ def train_on_gpu_pool(root: Path, params: Params) -> dict[str, Any]:
     """Hand training to the GPU deployment; the two sides share only the remote stores.
 
     The validated data goes to the DVC remote, the GPU flow gets this dvc.lock, pulls,
-    trains and pushes the candidate, and returns its dvc.lock; pulling ``train`` with it
-    brings the candidate here.
+    trains and pushes the candidate, and returns its dvc.lock and training metrics;
+    pulling ``train`` with that lock brings the candidate here.
     """
     remote = params.flow.dvc_remote
     orch.run_dvc(orch.push_arguments(remote, ["validate"]), root, log=_log)
@@ -113,9 +114,11 @@ def train_on_gpu_pool(root: Path, params: Params) -> dict[str, Any]:
     if state is None or not state.is_completed():
         message = state.message if state else "no state"
         raise RuntimeError(f"GPU training run {flow_run.name} did not complete: {message}")
-    lock_file.write_text(str(state.result()), encoding="utf-8")
+    trained = state.result()
+    lock_file.write_text(trained["dvc_lock"], encoding="utf-8")
+    io.write_json(Paths(root).metrics / "train.json", trained["train_metrics"])
     orch.run_dvc(orch.pull_arguments(remote, ["train"]), root, log=_log)
-    return orch.read_json(Paths(root).metrics / "train.json")
+    return dict(trained["train_metrics"])
 
 
 @task(name="evaluate")

@@ -4,7 +4,8 @@ It shares nothing with the nightly flow's machine but the remote stores: it rece
 caller's ``dvc.lock`` as a parameter, pulls the validated data from the DVC remote, trains
 (``dvc repro --single-item train``; bf16/fp16 autocast on CUDA comes from pipelines.train),
 pushes the candidate back to the remote and returns the updated ``dvc.lock`` text, which
-the caller uses to pull the candidate. The result is persisted so that ``run_deployment``
+the caller uses to pull the candidate, with the training metrics (``metrics/train.json``
+is kept in git, not in the remote). The result is persisted so that ``run_deployment``
 can read it (configure shared result storage, e.g. an S3 block, when the pools run on
 different machines).
 """
@@ -12,11 +13,13 @@ different machines).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from prefect import flow, get_run_logger, task
 
 from flows.hooks import report_failure, run_step
 from pipelines import orchestration as orch
+from pipelines.config import Paths
 
 
 def _log(line: str) -> None:
@@ -35,9 +38,12 @@ def train(root: Path) -> None:
 
 
 @task(name="push-candidate", retries=2, retry_delay_seconds=30)
-def push_candidate(root: Path, remote: str) -> str:
+def push_candidate(root: Path, remote: str) -> dict[str, Any]:
     orch.run_dvc(orch.push_arguments(remote, ["train"]), root, log=_log)
-    return (root / "dvc.lock").read_text(encoding="utf-8")
+    return {
+        "dvc_lock": (root / "dvc.lock").read_text(encoding="utf-8"),
+        "train_metrics": orch.read_json(Paths(root).metrics / "train.json"),
+    }
 
 
 @flow(
@@ -46,8 +52,11 @@ def push_candidate(root: Path, remote: str) -> str:
     on_failure=[report_failure],
     on_crashed=[report_failure],
 )
-def train_gpu(dvc_lock: str, remote: str = "", root: str = ".") -> str:
-    """Train the candidate for the data ``dvc_lock`` describes; return the new dvc.lock."""
+def train_gpu(dvc_lock: str, remote: str = "", root: str = ".") -> dict[str, Any]:
+    """Train the candidate for the data ``dvc_lock`` describes.
+
+    Returns ``{"dvc_lock": <the new dvc.lock text>, "train_metrics": <metrics/train.json>}``.
+    """
     root_path = Path(root).resolve()
     run_step("pull-validated-data", pull_validated, root_path, dvc_lock, remote)
     run_step("train", train, root_path)
