@@ -566,15 +566,21 @@ def test_train_gpu_job_variables_fit_both_gpu_pool_kinds() -> None:
 # --- the worker entrypoint -----------------------------------------------------------------
 
 
+def copy_entrypoint_setup(folder: Path) -> Path:
+    """The entrypoint script and the repository's DVC config in ``folder``; the script's path."""
+    (folder / ".dvc").mkdir()
+    shutil.copy(ROOT / ".dvc" / "config", folder / ".dvc" / "config")
+    (folder / "infra").mkdir()
+    script = folder / "infra" / "worker-entrypoint.sh"
+    shutil.copy(ENTRYPOINT_SCRIPT, script)
+    return script
+
+
 def test_worker_entrypoint_points_dvc_at_the_endpoint_then_runs_the_command(
     tmp_path: Path,
 ) -> None:
     """Run the real script in a copy of the repository's DVC setup (no git, as in the images)."""
-    (tmp_path / ".dvc").mkdir()
-    shutil.copy(ROOT / ".dvc" / "config", tmp_path / ".dvc" / "config")
-    (tmp_path / "infra").mkdir()
-    script = tmp_path / "infra" / "worker-entrypoint.sh"
-    shutil.copy(ENTRYPOINT_SCRIPT, script)
+    script = copy_entrypoint_setup(tmp_path)
     environment = {
         **os.environ,
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]),
@@ -600,11 +606,7 @@ def test_worker_entrypoint_points_dvc_at_the_endpoint_then_runs_the_command(
 
 
 def test_worker_entrypoint_passes_on_the_command_exit_status(tmp_path: Path) -> None:
-    (tmp_path / ".dvc").mkdir()
-    shutil.copy(ROOT / ".dvc" / "config", tmp_path / ".dvc" / "config")
-    (tmp_path / "infra").mkdir()
-    script = tmp_path / "infra" / "worker-entrypoint.sh"
-    shutil.copy(ENTRYPOINT_SCRIPT, script)
+    script = copy_entrypoint_setup(tmp_path)
     environment = {
         key: value
         for key, value in os.environ.items()
