@@ -78,7 +78,7 @@ class PairsParams:
     unseen_paper_fraction: float = 0.1
     validation_fraction: float = 0.1
     seed: int = 13
-    qrels_scope: Literal["papers", "mentions"] = "papers"
+    qrels_scope: Literal["unnamed", "papers", "mentions"] = "unnamed"
 
 
 @dataclass(frozen=True)

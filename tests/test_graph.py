@@ -998,7 +998,11 @@ def test_graph_then_pairs_end_to_end(tmp_path: Path) -> None:
         data["edges_used"] + data["edges_dropped_held_out"] + data["edges_dropped_unknown_concept"]
     )
     assert data["qrels"]["total"] == data["qrels"]["seen"] + data["qrels"]["unseen"]
-    assert data["queries"] + data["held_out_below_min_degree"] == data["held_out_concepts"] > 0
+    assert (
+        data["queries"] + data["held_out_below_min_degree"] + data["held_out_without_relevant"]
+        == data["held_out_concepts"]
+        > 0
+    )
     assert report.pairs > 0
 
 

@@ -21,6 +21,7 @@ from pipelines.graph.normalise import normalise_name
 from pipelines.pairs import (
     PairsResult,
     build_pairs,
+    chunks_naming,
     held_out_concepts,
     main,
     query_id,
@@ -38,6 +39,7 @@ PARAMS = PairsParams(
     unseen_paper_fraction=0.15,
     validation_fraction=0.2,
     seed=13,
+    qrels_scope="unnamed",
 )
 
 
@@ -59,12 +61,15 @@ def generated(n_papers: int, n_concepts: int, *, seed: int = 3) -> Tables:
         about = rng.sample(range(n_concepts), k=min(3, n_concepts))
         for chunk_index in range(4):
             chunk_id = f"{paper_id}v1#c{chunk_index:04d}"
+            # The last passage names only the paper's first concept: the others are
+            # there without their names (the "unnamed" qrels scope's relevant chunks).
+            named = about if chunk_index < 3 else about[:1]
             chunks.append(
                 {
                     "chunk_id": chunk_id,
                     "paper_id": paper_id,
                     "text": f"Passage {chunk_index} of {paper_id}: on the "
-                    + " and the ".join(display_of(names[c]) for c in about)
+                    + " and the ".join(display_of(names[c]) for c in named)
                     + ".",
                 }
             )
@@ -413,23 +418,47 @@ def test_pairs_are_deterministic(big: Tables, big_result: PairsResult) -> None:
 # -- evaluation set -------------------------------------------------------------------
 
 
-def test_queries_are_held_out_concepts_with_enough_papers(
-    big: Tables, big_result: PairsResult
+def with_scope(scope: str) -> PairsParams:
+    return PairsParams(**{**PARAMS.__dict__, "qrels_scope": scope})
+
+
+def chunks_of_papers(tables: Tables, concept: str) -> set[str]:
+    chunks_of = tables["chunks"].groupby("paper_id")["chunk_id"].agg(set)
+    papers = tables["concepts"].set_index("name")["papers"]
+    return set().union(*(chunks_of[paper] for paper in papers[concept]))
+
+
+def qrels_of(result: PairsResult, concept: str) -> set[str]:
+    qrels = result.qrels
+    return set(qrels.loc[qrels["query_id"] == query_id(concept), "chunk_id"])
+
+
+@pytest.mark.parametrize("scope", ["unnamed", "papers", "mentions"])
+def test_queries_are_held_out_concepts_with_enough_papers_and_a_relevant_chunk(
+    big: Tables, scope: str
 ) -> None:
+    result = build(big, with_scope(scope))
     papers = big["concepts"].set_index("name")["papers"].map(len)
-    expected = {name for name in big_result.held_out if papers[name] >= PARAMS.min_degree}
-    assert set(big_result.queries["concept"]) == expected
-    assert big_result.counts["held_out_below_min_degree"] == len(big_result.held_out) - len(
-        expected
+    enough = {name for name in result.held_out if papers[name] >= PARAMS.min_degree}
+    queries = set(result.queries["concept"])
+    assert queries <= enough
+    assert set(result.qrels["query_id"]) == set(result.queries["query_id"])
+    for concept in enough - queries:  # left out only for want of a relevant chunk
+        assert not qrels_of(result, concept)
+    counts = result.counts
+    assert counts["held_out_below_min_degree"] == len(result.held_out) - len(enough)
+    assert counts["held_out_without_relevant"] == len(enough) - len(queries)
+    assert counts["held_out_concepts"] == (
+        counts["queries"]
+        + counts["held_out_below_min_degree"]
+        + counts["held_out_without_relevant"]
     )
     display = big["concepts"].set_index("name")["display_name"]
-    for qid, concept, text in big_result.queries.itertuples(index=False):
+    for qid, concept, text in result.queries.itertuples(index=False):
         assert qid == query_id(concept) and text == display[concept]
 
 
-def test_qrels_are_the_chunks_of_the_concepts_papers(big: Tables, big_result: PairsResult) -> None:
-    chunks_of = big["chunks"].groupby("paper_id")["chunk_id"].agg(set)
-    papers = big["concepts"].set_index("name")["papers"]
+def test_qrels_types_and_grade(big_result: PairsResult) -> None:
     qrels = big_result.qrels
     assert qrels.dtypes.to_dict() == {
         "query_id": qrels["query_id"].dtype,
@@ -438,19 +467,104 @@ def test_qrels_are_the_chunks_of_the_concepts_papers(big: Tables, big_result: Pa
         "unseen": "bool",
     }
     assert set(qrels["grade"]) == {1}
-    for qid, concept in zip(
-        big_result.queries["query_id"], big_result.queries["concept"], strict=True
-    ):
-        expected = set().union(*(chunks_of[paper] for paper in papers[concept]))
-        assert set(qrels.loc[qrels["query_id"] == qid, "chunk_id"]) == expected
+
+
+def test_qrels_scope_unnamed_is_the_papers_chunks_that_do_not_name_the_concept(
+    big: Tables, big_result: PairsResult
+) -> None:
+    concepts = big["concepts"].set_index("name")
+    text_of = big["chunks"].set_index("chunk_id")["text"]
+    assert len(big_result.queries) >= 20
+    left_out = 0
+    for concept in big_result.queries["concept"]:
+        names = [concepts.at[concept, "display_name"], *concepts.at[concept, "aliases"]]
+        of_papers = chunks_of_papers(big, concept)
+        naming = {chunk for chunk in of_papers if any(n in text_of[chunk] for n in names)}
+        assert qrels_of(big_result, concept) == of_papers - naming
+        assert naming  # the rule removed something: a chunk with the phrase is no qrel
+        left_out += len(naming)
+    # Counts add up: papers scope = unnamed + naming, per query, summed.
+    papers_scope = build(big, with_scope("papers"))
+    in_papers_scope = papers_scope.qrels["query_id"].isin(big_result.queries["query_id"]).sum()
+    assert in_papers_scope == len(big_result.qrels) + left_out
+
+
+def test_qrels_scope_papers_is_every_chunk_of_the_concepts_papers(big: Tables) -> None:
+    result = build(big, with_scope("papers"))
+    assert result.counts["held_out_without_relevant"] == 0
+    for concept in result.queries["concept"]:
+        assert qrels_of(result, concept) == chunks_of_papers(big, concept)
 
 
 def test_qrels_scope_mentions(big: Tables) -> None:
-    result = build(big, PairsParams(**{**PARAMS.__dict__, "qrels_scope": "mentions"}))
+    result = build(big, with_scope("mentions"))
     mentions = big["mentions"]
     for qid, concept in zip(result.queries["query_id"], result.queries["concept"], strict=True):
         expected = set(mentions.loc[mentions["concept"] == concept, "chunk_id"])
         assert set(result.qrels.loc[result.qrels["query_id"] == qid, "chunk_id"]) == expected
+
+
+def test_a_chunk_naming_the_concept_in_any_surface_form_is_not_an_unnamed_qrel() -> None:
+    surfaces = ["Rogers–Ramanujan identities", "Rogers–Ramanujan", "RR identities"]
+    texts = {
+        "dash and number": "By the Rogers-Ramanujan identity, the two sums agree.",
+        "upper case": "ROGERS–RAMANUJAN IDENTITIES are proved in [cite].",
+        "an alias": "The RR identity follows from Bailey's lemma.",
+        "the short alias": "Rogers–Ramanujan type product formulas.",
+        "inside a longer name": "The generalized Rogers–Ramanujan identities hold.",
+        "about it, unnamed": "Bailey's lemma and the q-series $\\sum q^{n^2}/(q;q)_n$.",
+        "a word, not the name": "Rogersville and Ramanujan's tau function are unrelated.",
+    }
+    naming = chunks_naming("rogers ramanujan identity", surfaces, texts)
+    assert naming == set(texts) - {"about it, unnamed", "a word, not the name"}
+
+    # In the stage: of a two-paper concept's five chunks, the two naming it are no qrels;
+    # a concept named in every chunk of its papers gets no query, and the counts say so.
+    chunk_texts = [
+        ("2401.00001v1#c0000", "2401.00001", "We prove the Rogers-Ramanujan identities."),
+        ("2401.00001v1#c0001", "2401.00001", "Bailey's lemma gives $\\sum q^{n^2}$ again."),
+        ("2401.00001v1#c0002", "2401.00001", "References and remarks on q-series."),
+        ("2401.00002v1#c0000", "2401.00002", "A Rogers–Ramanujan identity, once more."),
+        ("2401.00002v1#c0001", "2401.00002", "The two products of Schur are equal."),
+        ("2401.00003v1#c0000", "2401.00003", "Durfee squares of partitions."),
+        ("2401.00004v1#c0000", "2401.00004", "The Durfee square, once more."),
+    ]
+    concept, always_named = "rogers ramanujan identity", "durfee square"
+    tables: Tables = {
+        "papers": pd.DataFrame({"paper_id": [f"2401.0000{index}" for index in range(1, 5)]}),
+        "chunks": pd.DataFrame(chunk_texts, columns=["chunk_id", "paper_id", "text"]),
+        "statements": pd.DataFrame(columns=["statement_id", "paper_id", "kind", "name", "text"]),
+        "concepts": pd.DataFrame(
+            {
+                "name": [always_named, concept],
+                "display_name": ["Durfee square", "Rogers–Ramanujan identities"],
+                "type": ["object", "theorem"],
+                "description": ["", ""],
+                "aliases": [[], []],
+                "papers": [["2401.00003", "2401.00004"], ["2401.00001", "2401.00002"]],
+            }
+        ),
+        "edges": pd.DataFrame(columns=["source", "target", "relation", "papers"]),
+        "mentions": pd.DataFrame(columns=["concept", "chunk_id", "paper_id", "evidence"]),
+    }
+    everything_held_out = PairsParams(
+        **{**PARAMS.__dict__, "held_out_fraction": 1.0, "unseen_paper_fraction": 0.0}
+    )
+    result = build(tables, everything_held_out)
+    assert result.queries["concept"].tolist() == [concept]
+    assert qrels_of(result, concept) == {
+        "2401.00001v1#c0001",
+        "2401.00001v1#c0002",
+        "2401.00002v1#c0001",
+    }
+    assert result.counts["qrels"] == {"total": 3, "seen": 3, "unseen": 0}
+    assert result.counts["held_out_concepts"] == 2
+    assert result.counts["held_out_without_relevant"] == 1
+    assert result.counts["held_out_below_min_degree"] == 0
+    papers_scope = build(
+        tables, PairsParams(**{**everything_held_out.__dict__, "qrels_scope": "papers"})
+    )
+    assert len(papers_scope.queries) == 2 and len(papers_scope.qrels) == 7
 
 
 # -- the stage ------------------------------------------------------------------------
@@ -502,7 +616,9 @@ def test_run_pairs_writes_tables_and_counts_that_add_up(tmp_path: Path, big: Tab
     assert data["qrels"]["unseen"] == int(qrels["unseen"].sum()) > 0
     assert data["unseen_papers"] == report.unseen_papers > 0
     assert data["held_out_concepts"] == report.held_out_concepts
-    assert data["held_out_concepts"] == data["queries"] + data["held_out_below_min_degree"]
+    assert data["held_out_concepts"] == (
+        data["queries"] + data["held_out_below_min_degree"] + data["held_out_without_relevant"]
+    )
 
 
 def test_run_pairs_is_byte_for_byte_deterministic(tmp_path: Path, big: Tables) -> None:
