@@ -89,7 +89,9 @@ def validate(root: Path) -> dict[str, Any]:
 
 @task(name="train")
 def train_in_place(root: Path, force: bool) -> dict[str, Any]:
-    orch.run_dvc(["repro", *(["--force"] if force else []), "train"], root, log=_log)
+    # Forced: only train itself; the stages before it just ran (or were up to date).
+    forced = ["--force", "--single-item"] if force else []
+    orch.run_dvc(["repro", *forced, "train"], root, log=_log)
     return orch.read_json(Paths(root).metrics / "train.json")
 
 

@@ -11,8 +11,10 @@ of the project:
    same time: the second exits at once, the first fails naming both steps (log and
    webhook), and nothing is lost or half-registered;
 3. the next run, services back, promotes and pushes what was left, without retraining;
-4. a run with nothing new ends early;
-5. a run killed during training resumes from its checkpoint on the next run.
+4. a run with nothing new ends early, and ``force`` retrains anyway;
+5. a run killed during training resumes from its checkpoint on the next run;
+6. ``mathembed serve`` registers the cron deployment, and training can run on a served
+   ``train-gpu`` deployment in another checkout that shares only S3 and the Prefect API.
 """
 
 from __future__ import annotations
@@ -238,6 +240,15 @@ def test_a_run_with_nothing_new_ends_early(stack: Stack) -> None:
     assert "no new papers" in (state.message or "")
     assert tasks == {"ingest", "plan"}
     assert version_numbers(stack) == versions_before
+
+
+def test_force_retrains_when_nothing_changed(stack: Stack) -> None:
+    trained_before = read_json(stack.root / "metrics" / "train.json")["trained_at"]
+    state = run_nightly(stack, force=True)
+    assert state.is_completed(), state.message
+    _type, _name, tasks = api_view(state)
+    assert {"train", "evaluate", "promote"} <= tasks
+    assert read_json(stack.root / "metrics" / "train.json")["trained_at"] != trained_before
 
 
 def test_a_run_killed_during_training_resumes_on_the_next(stack: Stack) -> None:
