@@ -68,14 +68,11 @@ import argparse
 import dataclasses
 import datetime as dt
 import gc
-import importlib.metadata
 import json
 import multiprocessing
-import platform
 import resource
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -90,6 +87,8 @@ from machine import (
     cpu_busy_fraction,
     cpu_facts,
     fmt,
+    git_state,
+    installed_versions,
     load_average,
     peak_rss_bytes,
     proc_status_kb,
@@ -452,38 +451,6 @@ def judge(full: dict[str, Any], shares: dict[str, Any]) -> list[dict[str, Any]]:
     return verdicts
 
 
-# ------------------------------------------------------------------------------- environment
-
-
-def versions() -> dict[str, str | None]:
-    """Installed versions of what the stages run on (None = not installed)."""
-
-    def dist(name: str) -> str | None:
-        try:
-            return importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            return None
-
-    names = ("numpy", "pandas", "pyarrow", "requests", "pyyaml", "tqdm")
-    return {"python": platform.python_version(), **{name: dist(name) for name in names}}
-
-
-def git_state() -> dict[str, Any]:
-    """The commit measured and whether the working tree had changes (None without git)."""
-
-    def git(*args: str) -> str | None:
-        try:
-            done = subprocess.run(
-                ["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, check=True
-            )
-        except (OSError, subprocess.CalledProcessError):
-            return None
-        return done.stdout.strip()
-
-    status = git("status", "--porcelain", "--untracked-files=no")
-    return {"commit": git("rev-parse", "HEAD"), "dirty": None if status is None else bool(status)}
-
-
 # ------------------------------------------------------------------------------------- output
 
 
@@ -707,7 +674,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "load_average": {"start": load_at_start, "end": load_average()},
         "cpu_busy_fraction_before_start": busy,
         "threads": {var: os.environ.get(var) for var in THREAD_ENV_VARS},
-        "versions": versions(),
+        "versions": installed_versions("numpy", "pandas", "pyarrow", "requests", "pyyaml", "tqdm"),
         "git": git_state(),
         "data_root": str(workdir.root) if not workdir.temporary or args.keep else None,
         "corpus": {"generated_papers": args.papers + n_new, "cutoff": dataclasses.asdict(cutoff)},

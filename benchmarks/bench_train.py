@@ -60,11 +60,9 @@ import argparse
 import dataclasses
 import datetime as dt
 import gc
-import importlib.metadata
 import json
 import math
 import multiprocessing
-import platform
 import shutil
 import statistics
 import sys
@@ -77,11 +75,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bench_pipeline import git_state
 from machine import (
     cpu_busy_fraction,
     cpu_facts,
     fmt,
+    git_state,
+    installed_versions,
     load_average,
     peak_rss_bytes,
     reset_peak_rss,
@@ -308,22 +307,6 @@ def cuda_state() -> tuple[bool, str]:
     )
 
 
-# ------------------------------------------------------------------------------- environment
-
-
-def versions() -> dict[str, str | None]:
-    """Installed versions of what training runs on (None = not installed)."""
-
-    def dist(name: str) -> str | None:
-        try:
-            return importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            return None
-
-    names = ("torch", "transformers", "sentence-transformers", "accelerate", "datasets")
-    return {"python": platform.python_version(), **{name: dist(name) for name in names}}
-
-
 # ------------------------------------------------------------------------------------- output
 
 
@@ -464,7 +447,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "cpu_busy_fraction_before_start": busy,
         "threads": {var: os.environ.get(var) for var in THREAD_ENV_VARS},
         "torch_threads": torch.get_num_threads(),
-        "versions": versions(),
+        "versions": installed_versions(
+            "torch", "transformers", "sentence-transformers", "accelerate", "datasets"
+        ),
         "git": git_state(),
         "data": {"pairs": str(PAIRS.relative_to(REPO_ROOT)), "n_train_pairs": n_train_pairs},
         "runs": runs,

@@ -1,16 +1,18 @@
-"""What both benchmarks record about the machine, and how they measure a process's memory.
+"""What the benchmarks record about the machine and code, and how they measure memory.
 
-Imported by ``bench_metrics.py`` and ``bench_pipeline.py`` (run as scripts, so this folder
-is on ``sys.path``). Imports nothing numeric, so a script can still pin its thread pools
+Imported by the ``bench_*.py`` scripts (run as scripts, so this folder is on
+``sys.path``). Imports nothing numeric, so a script can still pin its thread pools
 through the environment before NumPy loads.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import math
 import os
 import platform
 import resource
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -128,3 +130,34 @@ def to_jsonable(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
+
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def installed_versions(*names: str) -> dict[str, str | None]:
+    """Python's version and each named distribution's (None = not installed)."""
+
+    def dist(name: str) -> str | None:
+        try:
+            return importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            return None
+
+    return {"python": platform.python_version(), **{name: dist(name) for name in names}}
+
+
+def git_state() -> dict[str, Any]:
+    """The commit measured and whether the working tree had changes (None without git)."""
+
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(
+                ["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, check=True
+            )
+        except (OSError, subprocess.CalledProcessError):
+            return None
+        return done.stdout.strip()
+
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"commit": git("rev-parse", "HEAD"), "dirty": None if status is None else bool(status)}
