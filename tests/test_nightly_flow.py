@@ -20,17 +20,14 @@ of the project:
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +40,7 @@ from prefect.client.schemas.objects import StateType
 from prefect.settings import PREFECT_API_URL, temporary_settings
 from prefect.states import State
 from projects import dvc, new_project, run, update_params
+from webhook import Webhook, receiving_webhook
 
 from flows.nightly import nightly_retrain
 from pipelines import services
@@ -56,32 +54,20 @@ DEAD_URL = "http://127.0.0.1:9"  # the discard port: nothing listens there
 class Stack:
     root: Path
     services: services.Services
-    webhook_reports: list[dict[str, Any]]
-    webhook_url: str
-
-
-class _Webhook(BaseHTTPRequestHandler):
-    reports: list[dict[str, Any]] = []
-
-    def do_POST(self) -> None:  # noqa: N802 (http.server's name)
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        type(self).reports.append(json.loads(body))
-        self.send_response(204)
-        self.end_headers()
-
-    def log_message(self, *args: Any) -> None:
-        pass
+    webhook: Webhook
 
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory, tiny_bert_dir: Path) -> Iterator[Stack]:
     folder = tmp_path_factory.mktemp("services")
-    webhook = HTTPServer(("127.0.0.1", 0), _Webhook)
-    threading.Thread(target=webhook.serve_forever, daemon=True).start()
-    with services.running(folder) as running, pytest.MonkeyPatch.context() as patch:
+    with (
+        receiving_webhook() as webhook,
+        services.running(folder) as running,
+        pytest.MonkeyPatch.context() as patch,
+    ):
         for key, value in running.client_environment().items():
             patch.setenv(key, value)
-        patch.setenv("MATHEMBED_WEBHOOK_URL", f"http://127.0.0.1:{webhook.server_port}/")
+        patch.setenv("MATHEMBED_WEBHOOK_URL", webhook.url)
         root = new_project(
             tmp_path_factory.mktemp("nightly") / "project",
             {
@@ -105,9 +91,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory, tiny_bert_dir: Path) -> Iter
         dvc("remote", "add", "s3", f"s3://{services.DVC_BUCKET}/store", cwd=root)
         dvc("remote", "modify", "s3", "endpointurl", running.s3_url, cwd=root)
         with temporary_settings({PREFECT_API_URL: running.prefect_api_url}):
-            yield Stack(root, running, _Webhook.reports, f"http://127.0.0.1:{webhook.server_port}/")
-    webhook.shutdown()
-    webhook.server_close()
+            yield Stack(root, running, webhook)
 
 
 def run_nightly(stack: Stack, **parameters: Any) -> State[Any]:
@@ -186,7 +170,7 @@ def test_services_down_and_a_concurrent_run_lose_nothing(
     update_params(stack.root, {"sample": {"n_papers": 84}})  # new papers on the mirror
     dvc("remote", "modify", "--local", "s3", "endpointurl", DEAD_URL, cwd=stack.root)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", DEAD_URL)
-    stack.webhook_reports.clear()
+    stack.webhook.reports.clear()
 
     first = subprocess.Popen(
         [sys.executable, "-m", "pipelines.cli", "nightly", "--root", str(stack.root)],
@@ -208,7 +192,7 @@ def test_services_down_and_a_concurrent_run_lose_nothing(
     assert first.returncode == 1, output
     assert "nightly-retrain: Failed" in output
     assert "step 'promote and dvc-push' failed" in output
-    assert [report["step"] for report in stack.webhook_reports] == ["promote and dvc-push"]
+    assert [report["step"] for report in stack.webhook.reports] == ["promote and dvc-push"]
 
     # Nothing half-done: the registry is untouched, the new candidate and data are here.
     assert version_numbers(stack) == versions_before

@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, HTTPServer
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from uuid import uuid4
@@ -15,6 +14,7 @@ import pytest
 import yaml
 from prefect.client.schemas.objects import FlowRun
 from prefect.states import Failed
+from webhook import Webhook, receiving_webhook
 
 from flows.hooks import StepFailed, failure_report, post_webhook, run_step
 from pipelines import orchestration as orch
@@ -162,34 +162,13 @@ def test_step_failures_name_their_steps() -> None:
     assert "mlflow down" in str(both) and "s3" in str(both)
 
 
-class _Receiver(BaseHTTPRequestHandler):
-    received: list[dict[str, Any]] = []
-    status = 200
-
-    def do_POST(self) -> None:  # noqa: N802 (http.server's name)
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        type(self).received.append(json.loads(body))
-        self.send_response(type(self).status)
-        self.end_headers()
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
 @pytest.fixture
-def webhook() -> Any:
-    _Receiver.received = []
-    _Receiver.status = 200
-    server = HTTPServer(("127.0.0.1", 0), _Receiver)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}/hook", _Receiver
-    server.shutdown()
-    server.server_close()
+def webhook() -> Iterator[Webhook]:
+    with receiving_webhook() as receiver:
+        yield receiver
 
 
-def test_the_failure_report_names_the_step_and_reaches_the_webhook(webhook: Any) -> None:
-    url, receiver = webhook
+def test_the_failure_report_names_the_step_and_reaches_the_webhook(webhook: Webhook) -> None:
     flow_run = FlowRun(id=uuid4(), name="brave-otter", flow_id=uuid4())
     state = Failed(message="Flow run encountered an exception: StepFailed: step 'train' failed: x")
     report = failure_report("nightly-retrain", flow_run, state)
@@ -201,11 +180,11 @@ def test_the_failure_report_names_the_step_and_reaches_the_webhook(webhook: Any)
         def warning(self, message: str) -> None:
             self.warnings.append(message)
 
-    assert post_webhook(url, report, Recorder())
-    assert receiver.received == [json.loads(json.dumps(report))]
-    receiver.status = 500
+    assert post_webhook(webhook.url, report, Recorder())
+    assert webhook.reports == [json.loads(json.dumps(report))]
+    webhook.status = 500
     recorder = Recorder()
-    assert not post_webhook(url, report, recorder)  # logged, not raised
+    assert not post_webhook(webhook.url, report, recorder)  # logged, not raised
     assert "did not accept" in recorder.warnings[0]
 
 

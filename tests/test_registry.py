@@ -18,7 +18,6 @@ import math
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -49,6 +48,7 @@ from pipelines.registry import (
     rollback,
     status,
 )
+from pipelines.services import free_port
 
 MODEL_NAME = "math-embed"
 
@@ -930,12 +930,6 @@ def test_the_default_store_is_sqlite_under_the_root_and_the_env_selects_a_server
 
 
 # ----------------------------------------------------------------------------- real server
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @contextmanager
