@@ -133,12 +133,13 @@ class StageJob:
 
 def _stage_call(job: StageJob) -> Callable[[], dict[str, Any]]:
     """Import what ``job.stage`` needs and load its params; return the call to measure."""
-    from pipelines.config import Paths, load_params
+    from pipelines.common.config import load_params
+    from pipelines.common.paths import Paths
 
     params = load_params(Path(job.params_file))
     paths = Paths(Path(job.root))
     if job.stage == "sample":
-        from pipelines.sample.generator import generate_mirror
+        from pipelines.ingest.sample.generator import generate_mirror
 
         start = dt.date.fromisoformat(params.sample.start_date)
         end = dt.date.fromisoformat(params.sample.end_date)
@@ -151,9 +152,9 @@ def _stage_call(job: StageJob) -> Callable[[], dict[str, Any]]:
 
         return sample
     if job.stage == "ingest":
-        from pipelines.arxiv.client import ArxivClient
-        from pipelines.ingest import run_ingest
-        from pipelines.sample.server import MirrorServer
+        from pipelines.ingest.arxiv.client import ArxivClient
+        from pipelines.ingest.sample.server import MirrorServer
+        from pipelines.ingest.stage import run_ingest
 
         # The benchmark harvests the whole visible mirror in one run, as a first run would.
         ingest_params = dataclasses.replace(params.ingest, max_papers=10**9)
@@ -172,17 +173,17 @@ def _stage_call(job: StageJob) -> Callable[[], dict[str, Any]]:
 
         return ingest
     if job.stage == "prepare":
-        from pipelines.prepare import run_prepare
+        from pipelines.prepare.stage import run_prepare
 
         return lambda: run_prepare(
             params.prepare, paths, progress=False, workers=job.workers
         ).as_dict()
     if job.stage == "graph":
-        from pipelines.graph import run_graph
+        from pipelines.graph.stage import run_graph
 
         return lambda: run_graph(params.graph, paths, workers=job.workers).as_dict()
     if job.stage == "pairs":
-        from pipelines.pairs import run_pairs
+        from pipelines.pairs.stage import run_pairs
 
         def pairs() -> dict[str, Any]:
             report = run_pairs(params.pairs, paths)
@@ -650,7 +651,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         sample = stage("sample", "setup")
         add_rates({"sample": sample})
-        from pipelines.config import Paths
+        from pipelines.common.paths import Paths
 
         cutoff = choose_cutoff(Paths(workdir.root).mirror / "entries.jsonl", args.papers)
         # Only ingest sees the cut-off (through the mirror server); the others read data/.

@@ -89,7 +89,7 @@ from machine import (
 )
 
 if TYPE_CHECKING:
-    from pipelines.config import TrainParams
+    from pipelines.common.config import TrainParams
 
 THREAD_ENV_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 N_THREADS = int(os.environ["OMP_NUM_THREADS"])
@@ -142,7 +142,7 @@ def specter2_sized_model(folder: Path) -> tuple[str, str]:
     import torch
     from transformers import AutoTokenizer, BertConfig, BertModel
 
-    from pipelines.models import (
+    from pipelines.common.models import (
         OFFLINE_MINILM,
         ModelLoadError,
         load_base_model,
@@ -169,14 +169,14 @@ def specter2_sized_model(folder: Path) -> tuple[str, str]:
 
 def train_child(job: TrainJob) -> dict[str, Any]:
     """Runs in a fresh spawned process: one ``run_train`` call, its speed and memory."""
-    from pipelines import offline
+    from pipelines.common import offline
 
     offline.apply()  # before the Hugging Face libraries are first imported
     import torch
     from transformers import TrainerCallback
 
-    from pipelines.config import Paths
-    from pipelines.train import run_train
+    from pipelines.common.paths import Paths
+    from pipelines.train.stage import run_train
 
     torch.set_num_threads(N_THREADS)
     scratch = Path(job.scratch)
@@ -405,7 +405,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import pandas as pd
     import torch
 
-    from pipelines.config import load_params
+    from pipelines.common.config import load_params
 
     started, load_at_start, busy = dt.datetime.now(dt.UTC), load_average(), cpu_busy_fraction()
     if busy is not None and busy > 0.2:

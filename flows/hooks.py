@@ -20,7 +20,7 @@ from prefect.client.schemas.objects import FlowRun
 from prefect.logging.loggers import flow_run_logger
 from prefect.states import State
 
-from pipelines.config import ConfigError, FlowParams, load_params
+from pipelines.common.config import ConfigError, FlowParams, load_params
 
 WEBHOOK_TIMEOUT_SECONDS = 10.0
 _STEP_PATTERN = re.compile(r"step '([^']+)' failed")

@@ -24,13 +24,19 @@ from prefect.deployments import run_deployment
 from prefect.states import Completed, State
 from prefect.tasks import exponential_backoff
 
+from flows import orchestration as orch
 from flows.hooks import StepFailed, report_failure, run_step
-from pipelines import io
-from pipelines import orchestration as orch
-from pipelines.config import FlowParams, Params, Paths, load_params
-from pipelines.models import candidate_dir
-from pipelines.promote import format_promotion
-from pipelines.registry import RegistryError, promote_candidate, promotion_file, tracking_uri
+from pipelines.common import io
+from pipelines.common.config import FlowParams, Params, load_params
+from pipelines.common.models import candidate_dir
+from pipelines.common.paths import Paths
+from pipelines.promote.command import format_promotion
+from pipelines.promote.registry import (
+    RegistryError,
+    promote_candidate,
+    promotion_file,
+    tracking_uri,
+)
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -17,9 +17,9 @@ from typing import Any
 
 from prefect import flow, get_run_logger, task
 
+from flows import orchestration as orch
 from flows.hooks import report_failure, run_step
-from pipelines import orchestration as orch
-from pipelines.config import Paths
+from pipelines.common.paths import Paths
 
 
 def _log(line: str) -> None:

@@ -17,7 +17,7 @@ from typing import Annotated
 
 import typer
 
-from pipelines import offline
+from pipelines.common import offline
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BENCH_METRICS_SCRIPT = REPO_ROOT / "benchmarks" / "bench_metrics.py"
@@ -26,7 +26,7 @@ app = typer.Typer(
     name="mathembed",
     help=(
         "mathembed keeps an embedding model for mathematical concept retrieval fresh. "
-        "Offline and no-telemetry switches (pipelines/offline.env) are applied at "
+        "Offline and no-telemetry switches (pipelines/common/offline.env) are applied at "
         "startup unless already set in the environment."
     ),
     no_args_is_help=True,
@@ -133,7 +133,7 @@ def serve(root: RootOption = Path("."), params: ParamsOption = "params.yaml") ->
     from prefect.schedules import Cron
 
     from flows.nightly import nightly_retrain
-    from pipelines.config import ConfigError, load_params
+    from pipelines.common.config import ConfigError, load_params
 
     try:
         flow_params = load_params(root / params).flow
@@ -154,25 +154,45 @@ def serve(root: RootOption = Path("."), params: ParamsOption = "params.yaml") ->
 # name -> (module, leading arguments, summary)
 FORWARDED: dict[str, tuple[str, tuple[str, ...], str]] = {
     "sample": (
-        "pipelines.sample.__main__",
+        "pipelines.ingest.sample.__main__",
         (),
         "Generate the offline sample mirror (data/mirror/).",
     ),
-    "ingest": ("pipelines.ingest", (), "Harvest new papers into the append-only raw store."),
-    "prepare": ("pipelines.prepare", (), "Clean LaTeX into passages and statements (Parquet)."),
-    "graph": ("pipelines.graph", (), "Extract the knowledge graph of concepts and relations."),
-    "pairs": ("pipelines.pairs", (), "Build training pairs and the held-out evaluation set."),
-    "validate": ("pipelines.validate", (), "Check every table (blocking); data-quality report."),
-    "train": ("pipelines.train", (), "Fine-tune the base model on the validated pairs."),
-    "evaluate": ("pipelines.evaluate", (), "Score candidate and base model on held-out queries."),
+    "ingest": ("pipelines.ingest.stage", (), "Harvest new papers into the append-only raw store."),
+    "prepare": (
+        "pipelines.prepare.stage",
+        (),
+        "Clean LaTeX into passages and statements (Parquet).",
+    ),
+    "graph": (
+        "pipelines.graph.stage",
+        (),
+        "Extract the knowledge graph of concepts and relations.",
+    ),
+    "pairs": ("pipelines.pairs.stage", (), "Build training pairs and the held-out evaluation set."),
+    "validate": (
+        "pipelines.validate.stage",
+        (),
+        "Check every table (blocking); data-quality report.",
+    ),
+    "train": ("pipelines.train.stage", (), "Fine-tune the base model on the validated pairs."),
+    "evaluate": (
+        "pipelines.evaluate.stage",
+        (),
+        "Score candidate and base model on held-out queries.",
+    ),
     "promote": (
-        "pipelines.promote",
+        "pipelines.promote.command",
         ("promote",),
         "Register the candidate in MLflow; move @champion only if it wins.",
     ),
-    "status": ("pipelines.promote", ("status",), "Show @champion, @challenger and @previous."),
-    "rollback": ("pipelines.promote", ("rollback",), "Move @champion back to @previous."),
-    "search": ("pipelines.search", (), "Search the passages with the @champion model."),
+    "status": (
+        "pipelines.promote.command",
+        ("status",),
+        "Show @champion, @challenger and @previous.",
+    ),
+    "rollback": ("pipelines.promote.command", ("rollback",), "Move @champion back to @previous."),
+    "search": ("pipelines.search.query", (), "Search the passages with the @champion model."),
 }
 
 

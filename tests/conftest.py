@@ -9,7 +9,10 @@ import pytest
 # Tiny-model fixtures shared by the model tests (no torch import until one is used).
 from fixtures_models import one_torch_thread, tiny_bert_dir, tiny_model_dir  # noqa: F401
 
-from pipelines import offline
+# The promotion worlds shared by the registry and search tests.
+from promotion_worlds import bow_models, empty_mlflow_db, world  # noqa: F401
+
+from pipelines.common import offline
 
 
 def pytest_configure(config: pytest.Config) -> None:

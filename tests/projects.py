@@ -1,7 +1,7 @@
 """Fresh copies of this project for tests that run DVC or the flows end to end.
 
 :func:`new_project` writes a git + DVC project holding this checkout's pipeline code, DAG
-and params (with changes), so stage commands (``python -m pipelines.<stage>``) run the
+and params (with changes), so stage commands (``mathembed <stage>``) run the
 code under test and nothing touches the checkout's own data.
 """
 
@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-
-REPO = Path(__file__).resolve().parent.parent
+from repo import REPO
 
 
 def run(*args: str, cwd: Path) -> str:

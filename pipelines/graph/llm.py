@@ -29,7 +29,7 @@ from typing import Any
 
 import requests
 
-from pipelines import io
+from pipelines.common import io
 from pipelines.graph.rules import (
     CONCEPT_TYPES,
     RELATIONS,

@@ -1,0 +1,259 @@
+"""What the nightly flow needs besides the stages: DVC as a subprocess, its state, a run lock.
+
+``flows/`` holds only Prefect wiring; the decisions it makes live here as pure functions
+(:func:`nightly_work`) next to thin shells over ``dvc`` (:func:`run_dvc`) and the small
+record of what the last nightly run pushed (``metrics/nightly.json``).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pipelines.common import io
+from pipelines.common.models import model_fingerprint
+from pipelines.common.paths import Paths
+
+#: The DVC stages up to the validated data; train and evaluate follow them.
+DATA_STAGES = ("prepare", "graph", "pairs")
+#: How much of a failed command's output goes into the error message.
+ERROR_TAIL_LINES = 20
+
+
+class DvcError(RuntimeError):
+    """A ``dvc`` command failed; the message has the command and the end of its output."""
+
+
+class NightlyBusyError(RuntimeError):
+    """Another nightly run holds the lock on this root."""
+
+
+def dvc_environment() -> dict[str, str]:
+    """The environment for ``dvc``: this interpreter's folder first on PATH.
+
+    dvc.yaml's commands say ``python -m ...``; putting the venv's bin first makes them run
+    with the interpreter (and packages) of the caller, as ``make repro`` does.
+    """
+    environment = dict(os.environ)
+    bin_dir = str(Path(sys.executable).parent)
+    environment["PATH"] = os.pathsep.join([bin_dir, environment.get("PATH", "")])
+    return environment
+
+
+def run_dvc(arguments: list[str], root: Path, log: Callable[[str], None] = print) -> list[str]:
+    """Run ``dvc <arguments>`` in ``root``, passing each output line to ``log``.
+
+    Returns the output lines; raises :class:`DvcError` naming the command and the last
+    lines of its output when it fails. Progress bars (carriage returns) are reduced to
+    their final state per line so the log stays readable.
+    """
+    command = [sys.executable, "-m", "dvc", *arguments]
+    lines: list[str] = []
+    with subprocess.Popen(
+        command,
+        cwd=root,
+        env=dvc_environment(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        errors="replace",
+    ) as process:
+        assert process.stdout is not None
+        for raw_line in process.stdout:
+            line = raw_line.rstrip("\n").rsplit("\r", 1)[-1].rstrip()
+            if line:
+                lines.append(line)
+                log(line)
+        code = process.wait()
+    if code != 0:
+        tail = "\n".join(lines[-ERROR_TAIL_LINES:])
+        raise DvcError(f"`dvc {' '.join(arguments)}` exited with {code}:\n{tail}")
+    return lines
+
+
+def stale_stages(root: Path, target: str, log: Callable[[str], None] = print) -> list[str]:
+    """The stages ``dvc repro target`` would run: changed code, data or params upstream."""
+    output = run_dvc(["status", "--json", "--with-deps", target], root, log=lambda _line: None)
+    text = "\n".join(output).strip()
+    status = json.loads(text[text.find("{") :]) if "{" in text else {}
+    stages = sorted(str(name).rsplit(":", 1)[-1] for name in status)
+    log(f"stale stages up to {target}: {', '.join(stages) if stages else 'none'}")
+    return stages
+
+
+def cached_outputs_digest(root: Path) -> str | None:
+    """A digest of what ``dvc push`` would send: every cached output's hash in dvc.lock.
+
+    Outputs marked ``cache: false`` in dvc.yaml (the small metrics files, rewritten by
+    every ingest) are left out: they are in git, not in the remote, so a run that changed
+    only them has nothing new to push.
+    """
+    lock_file = root / "dvc.lock"
+    if not lock_file.is_file():
+        return None
+    uncached = _uncached_outputs(yaml.safe_load((root / "dvc.yaml").read_text(encoding="utf-8")))
+    lock = yaml.safe_load(lock_file.read_text(encoding="utf-8")) or {}
+    entries = sorted(
+        f"{out['path']}={out.get('md5', '')}"
+        for stage in (lock.get("stages") or {}).values()
+        for out in stage.get("outs", [])
+        if out["path"] not in uncached
+    )
+    return hashlib.sha256("\n".join(entries).encode("utf-8")).hexdigest()
+
+
+def _uncached_outputs(dvc_yaml: dict[str, Any]) -> set[str]:
+    uncached: set[str] = set()
+    for stage in (dvc_yaml.get("stages") or {}).values():
+        for kind in ("outs", "metrics", "plots"):
+            for entry in stage.get(kind, []):
+                if isinstance(entry, dict):
+                    uncached.update(
+                        path for path, opts in entry.items() if opts.get("cache") is False
+                    )
+    return uncached
+
+
+@dataclass(frozen=True)
+class NightlyWork:
+    """What a nightly run has to do after ingest; ``reason`` says why, for the log and UI."""
+
+    reproduce: bool
+    promote: bool
+    push: bool
+    reason: str
+
+    @property
+    def nothing_to_do(self) -> bool:
+        return not (self.reproduce or self.promote or self.push)
+
+
+def nightly_work(
+    *,
+    stale: list[str],
+    candidate_fingerprint: str | None,
+    decided_fingerprint: str | None,
+    outputs_digest: str | None,
+    pushed_outputs_digest: str | None,
+    force: bool,
+) -> NightlyWork:
+    """Decide the work of a nightly run from the state after ingest (pure).
+
+    * stale DVC stages (new papers, changed params or code) or ``force``: reproduce,
+      promote and push;
+    * a candidate without a recorded decision (say MLflow was down last night): promote;
+    * a dvc.lock that was never pushed (say S3 was down): push;
+    * otherwise nothing.
+    """
+    if force:
+        return NightlyWork(True, True, True, "forced: retrain whatever the state")
+    if stale:
+        return NightlyWork(True, True, True, f"stale stages: {', '.join(stale)}")
+    if candidate_fingerprint is None:
+        return NightlyWork(True, True, True, "no candidate model yet")
+    promote = candidate_fingerprint != decided_fingerprint
+    push = outputs_digest != pushed_outputs_digest
+    reasons = []
+    if promote:
+        reasons.append("the candidate has no recorded promotion decision")
+    if push:
+        reasons.append("the current data and model were not pushed yet")
+    if not reasons:
+        return NightlyWork(False, False, False, "no new papers; params and code unchanged")
+    return NightlyWork(False, promote, push, "; ".join(reasons))
+
+
+def candidate_fingerprint(candidate_dir: Path) -> str | None:
+    return (
+        model_fingerprint(candidate_dir) if (candidate_dir / "mathembed.json").is_file() else None
+    )
+
+
+def decided_fingerprint(promotion_file: Path, tracking_uri: str) -> str | None:
+    """The fingerprint the last promotion decision in this registry was about, if any.
+
+    A decision recorded against another tracking server does not count: this one has
+    never seen the candidate.
+    """
+    record = read_json(promotion_file)
+    fingerprint = record.get("fingerprint")
+    if not fingerprint or record.get("tracking_uri") != tracking_uri:
+        return None
+    return str(fingerprint)
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    try:
+        loaded = json.loads(path.read_text(encoding="utf-8"))
+    except (FileNotFoundError, json.JSONDecodeError):
+        return {}
+    return loaded if isinstance(loaded, dict) else {}
+
+
+def pushed_outputs_digest(paths: Paths, remote: str) -> str | None:
+    """The :func:`cached_outputs_digest` the last successful push to ``remote`` sent."""
+    pushed = read_json(paths.nightly_state).get("pushed", {})
+    entry = pushed.get(remote or "default") if isinstance(pushed, dict) else None
+    digest = entry.get("outputs_digest") if isinstance(entry, dict) else None
+    return str(digest) if digest else None
+
+
+def record_push(paths: Paths, remote: str, outputs_digest: str | None) -> None:
+    state = read_json(paths.nightly_state)
+    pushed = state.setdefault("pushed", {})
+    pushed[remote or "default"] = {
+        "outputs_digest": outputs_digest,
+        "at": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+    io.write_json(paths.nightly_state, state)
+
+
+def push_arguments(remote: str, targets: list[str] | None = None) -> list[str]:
+    return ["push", *(["-r", remote] if remote else []), *(targets or [])]
+
+
+def pull_arguments(remote: str, targets: list[str] | None = None) -> list[str]:
+    return ["pull", *(["-r", remote] if remote else []), *(targets or [])]
+
+
+@contextmanager
+def nightly_lock(root: Path) -> Iterator[None]:
+    """One nightly run per root at a time; a second one fails at once, it does not queue.
+
+    Waiting would only rerun the same work after the first run; the scheduler starts the
+    next run anyway. The lock is an OS file lock, so a killed run leaves no stale lock.
+    """
+    lock_path = root / "data" / "nightly.lock"
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with lock_path.open("a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as error:
+            handle.seek(0)
+            holder = handle.read().strip() or "unknown"
+            raise NightlyBusyError(
+                f"another nightly run is in progress on {root.resolve()} ({holder}); "
+                "this one exits without doing anything"
+            ) from error
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()} since {datetime.now(UTC).isoformat(timespec='seconds')}")
+        handle.flush()
+        try:
+            yield
+        finally:
+            handle.seek(0)
+            handle.truncate()
+            fcntl.flock(handle, fcntl.LOCK_UN)

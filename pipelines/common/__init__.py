@@ -1,0 +1,1 @@
+"""What every stage shares: configuration, paths, the table contract, I/O, models, offline."""

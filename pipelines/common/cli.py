@@ -1,0 +1,62 @@
+"""What every ``mathembed`` command shares: its ``--params``/``--root`` options and one
+error contract.
+
+Exit codes, the same in every command: 0 done, 1 bad input (data missing or malformed, a
+failed check, an unusable model), 2 configuration (``params.yaml`` or an argument). The
+message is one line on stderr, prefixed with the command, and says what to do about it.
+
+Nothing heavy is imported here: ``mathembed --help`` loads every command module, so a
+command imports its stage's code inside its body.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, NoReturn
+
+import typer
+
+from pipelines.common.config import PARAMS_FILE, ConfigError
+
+EXIT_BAD_INPUT = 1
+EXIT_CONFIG = 2
+
+ParamsOption = Annotated[
+    Path, typer.Option("--params", help="params.yaml to read.", dir_okay=False)
+]
+RootOption = Annotated[
+    Path,
+    typer.Option(
+        "--root", help="Project root: data/, models/, metrics/, reports/ and mlruns/ live in it."
+    ),
+]
+ProgressOption = Annotated[
+    bool, typer.Option("--progress/--no-progress", help="Show progress bars on a terminal.")
+]
+DEFAULT_PARAMS = PARAMS_FILE
+DEFAULT_ROOT = Path(".")
+
+
+def fail(command: str, message: object, code: int = EXIT_BAD_INPUT) -> NoReturn:
+    """Print ``command: message`` on stderr and exit with ``code``."""
+    typer.echo(f"{command}: {message}", err=True)
+    raise typer.Exit(code=code)
+
+
+@contextmanager
+def command_errors(
+    command: str, bad_input: tuple[type[BaseException], ...] = (FileNotFoundError, ValueError)
+) -> Iterator[None]:
+    """Turn the errors a command expects into its one-line message and exit code.
+
+    A :class:`ConfigError` exits 2; the ``bad_input`` errors exit 1; anything else is a bug
+    and keeps its traceback.
+    """
+    try:
+        yield
+    except ConfigError as error:
+        fail(command, error, EXIT_CONFIG)
+    except bad_input as error:
+        fail(command, error, EXIT_BAD_INPUT)

@@ -1,0 +1,207 @@
+"""The data contract: every table the pipeline writes, defined once.
+
+A table has a name, the folder it lives in (a :class:`~pipelines.common.paths.Paths`
+property), an Arrow schema that fixes its Parquet column types (even of an empty table:
+no aliases anywhere is still ``list<string>``, not ``list<null>``) and the allowed values
+of its categorical columns. Stages import this module, never each other; the pandera
+models that say what the *values* must be live in :mod:`pipelines.validate.schemas` and
+take their allowed values from here. :func:`write_table` is the one Parquet writer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+import pandas as pd
+import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no type information
+import pyarrow.parquet as pq  # type: ignore[import-untyped]
+
+from pipelines.common.io import atomic_output
+from pipelines.common.paths import Paths
+
+# -- allowed values -----------------------------------------------------------------------
+
+#: Theorem-like environments prepare keeps as statements.
+STATEMENT_KINDS = ("theorem", "lemma", "proposition", "corollary", "definition", "conjecture")
+
+#: ``source_kind`` of a paper as prepare reads it; validated papers never carry
+#: ``withdrawn`` (prepare leaves withdrawn papers out).
+SOURCE_KINDS = ("tex", "abstract_only", "withdrawn")
+PAPER_SOURCE_KINDS = ("tex", "abstract_only")
+
+ConceptType = Literal[
+    "object", "theorem", "definition", "technique", "identity", "conjecture", "other"
+]
+Relation = Literal["generalizes", "uses", "is_instance_of", "implies", "related_to"]
+Evidence = Literal["definition", "statement", "keyword", "text"]
+CONCEPT_TYPES: tuple[str, ...] = get_args(ConceptType)
+RELATIONS: tuple[str, ...] = get_args(Relation)
+EVIDENCE_ORDER: tuple[str, ...] = get_args(Evidence)  # strongest first
+
+PAIR_KINDS = ("name", "description", "edge", "statement")
+SPLITS = ("train", "validation")
+
+# -- Arrow schemas ------------------------------------------------------------------------
+
+PAPERS_SCHEMA = pa.schema(
+    [
+        ("paper_id", pa.string()),
+        ("version", pa.int64()),
+        ("title", pa.string()),
+        ("abstract", pa.string()),
+        ("authors", pa.list_(pa.string())),
+        ("categories", pa.list_(pa.string())),
+        ("primary_category", pa.string()),
+        ("published", pa.string()),
+        ("updated", pa.string()),
+        ("source_kind", pa.string()),
+        ("content_hash", pa.string()),
+        ("n_chunks", pa.int64()),
+        ("n_statements", pa.int64()),
+    ]
+)
+CHUNKS_SCHEMA = pa.schema(
+    [
+        ("chunk_id", pa.string()),
+        ("paper_id", pa.string()),
+        ("version", pa.int64()),
+        ("chunk_index", pa.int64()),
+        ("section", pa.string()),
+        ("text", pa.string()),
+    ]
+)
+STATEMENTS_SCHEMA = pa.schema(
+    [
+        ("statement_id", pa.string()),
+        ("paper_id", pa.string()),
+        ("version", pa.int64()),
+        ("kind", pa.string()),
+        ("name", pa.string()),
+        ("label", pa.string()),
+        ("text", pa.string()),
+    ]
+)
+CONCEPTS_SCHEMA = pa.schema(
+    [
+        ("name", pa.string()),
+        ("display_name", pa.string()),
+        ("type", pa.string()),
+        ("description", pa.string()),
+        ("aliases", pa.list_(pa.string())),
+        ("papers", pa.list_(pa.string())),
+    ]
+)
+EDGES_SCHEMA = pa.schema(
+    [
+        ("source", pa.string()),
+        ("target", pa.string()),
+        ("relation", pa.string()),
+        ("papers", pa.list_(pa.string())),
+    ]
+)
+MENTIONS_SCHEMA = pa.schema(
+    [
+        ("concept", pa.string()),
+        ("chunk_id", pa.string()),
+        ("paper_id", pa.string()),
+        ("evidence", pa.string()),
+    ]
+)
+PAIRS_SCHEMA = pa.schema(
+    [
+        ("anchor", pa.string()),
+        ("positive", pa.string()),
+        ("kind", pa.string()),
+        ("concept", pa.string()),
+        ("positive_id", pa.string()),
+        ("split", pa.string()),
+    ]
+)
+QUERIES_SCHEMA = pa.schema(
+    [("query_id", pa.string()), ("concept", pa.string()), ("text", pa.string())]
+)
+QRELS_SCHEMA = pa.schema(
+    [
+        ("query_id", pa.string()),
+        ("chunk_id", pa.string()),
+        ("grade", pa.int64()),
+        ("unseen", pa.bool_()),
+    ]
+)
+
+# -- the tables ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Table:
+    """One table of the contract: where the stage that makes it writes it, and its columns."""
+
+    name: str
+    #: the :class:`Paths` property of the folder the producing stage writes it to
+    folder: str
+    #: the stage that writes it (named in "run the … stage first" messages)
+    stage: str
+    schema: Any
+
+    @property
+    def file_name(self) -> str:
+        return f"{self.name}.parquet"
+
+    @property
+    def columns(self) -> list[str]:
+        return list(self.schema.names)
+
+    def path(self, paths: Paths) -> Path:
+        """Where the producing stage writes it under ``paths``."""
+        folder: Path = getattr(paths, self.folder)
+        return folder / self.file_name
+
+
+#: The tables, in pipeline order.
+TABLES: dict[str, Table] = {
+    table.name: table
+    for table in (
+        Table("papers", "processed", "prepare", PAPERS_SCHEMA),
+        Table("chunks", "processed", "prepare", CHUNKS_SCHEMA),
+        Table("statements", "processed", "prepare", STATEMENTS_SCHEMA),
+        Table("concepts", "graph", "graph", CONCEPTS_SCHEMA),
+        Table("edges", "graph", "graph", EDGES_SCHEMA),
+        Table("mentions", "graph", "graph", MENTIONS_SCHEMA),
+        Table("pairs", "training", "pairs", PAIRS_SCHEMA),
+        Table("queries", "eval", "pairs", QUERIES_SCHEMA),
+        Table("qrels", "eval", "pairs", QRELS_SCHEMA),
+    )
+}
+
+
+# -- writing ------------------------------------------------------------------------------
+
+
+def to_arrow(frame: pd.DataFrame, schema: Any) -> Any:
+    """``frame``'s columns of ``schema``, with exactly its types.
+
+    From plain lists, not ``from_pandas``: an empty frame's columns are float64 in pandas,
+    and list cells read from Parquet are numpy arrays; the schema decides the types either way.
+    """
+    columns = {name: [_plain(value) for value in frame[name].tolist()] for name in schema.names}
+    return pa.Table.from_pydict(columns, schema=schema)
+
+
+def write_table(
+    path: Path,
+    data: pd.DataFrame | Any,
+    schema: Any,
+    metadata: dict[bytes, bytes] | None = None,
+) -> None:
+    """Write ``data`` (a DataFrame or an Arrow table) to ``path`` atomically as ``schema``."""
+    table = to_arrow(data, schema) if isinstance(data, pd.DataFrame) else data
+    if metadata is not None:
+        table = table.replace_schema_metadata(metadata)
+    with atomic_output(path, "wb") as handle:
+        pq.write_table(table, handle)
+
+
+def _plain(value: Any) -> Any:
+    return value.tolist() if hasattr(value, "tolist") else value

@@ -1,0 +1,1 @@
+"""The evaluate stage: candidate and base model on the held-out queries, scored by metrics_rs."""

@@ -1,0 +1,458 @@
+"""HTTP client for the arXiv API listing and the e-print service: polite, patient, loud on failure.
+
+Polite: one ``requests.Session`` holding one connection, at least ``delay_seconds``
+between the starts of two requests (arXiv asks for 3 s), and a User-Agent naming the
+project with a contact address (``MATHEMBED_CONTACT_EMAIL``). Patient: 429, 5xx,
+connection errors, timeouts and bodies shorter than their Content-Length are retried
+with exponential backoff plus jitter, and a ``Retry-After`` header (seconds or an HTTP
+date) is honoured as given. Loud: when the retries run out, :class:`ArxivError` names
+the URL and the last status or error. ``sleep``, ``clock`` and ``jitter`` are
+injectable so tests assert on the waits instead of waiting.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import logging
+import os
+import random
+import time
+import zlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from types import TracebackType
+from typing import Self
+from urllib.parse import urlsplit
+
+import requests
+import urllib3.exceptions
+from requests.adapters import HTTPAdapter
+from requests.structures import CaseInsensitiveDict
+
+from pipelines.common.config import IngestParams
+from pipelines.ingest.arxiv.atom import (
+    Entry,
+    Feed,
+    FeedError,
+    RejectedEntry,
+    build_query,
+    parse_feed,
+)
+
+logger = logging.getLogger(__name__)
+
+CONTACT_ENV = "MATHEMBED_CONTACT_EMAIL"
+# Used when CONTACT_ENV is unset. ".invalid" is a reserved TLD: the address plainly says
+# "nobody set a contact", rather than pointing at someone who never agreed to it.
+FALLBACK_CONTACT = "unset-contact@mathembed.invalid"
+# A server asking for a longer pause than this is treated as "not today": fail now
+# rather than hold a nightly run for hours.
+MAX_RETRY_AFTER_SECONDS = 600.0
+# arXiv's largest e-prints are about 50 MB; anything far beyond is not an e-print.
+DEFAULT_MAX_BODY_BYTES = 200_000_000
+_LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+_READ_CHUNK = 1 << 16
+
+
+class ArxivError(RuntimeError):
+    """A request to arXiv (or the mirror) failed; the message names the URL and the cause.
+
+    ``retryable`` says whether a later run may succeed (the server was down, busy or
+    refused for now) or not (the answer itself is unacceptable, e.g. far too large).
+    """
+
+    def __init__(
+        self, message: str, *, url: str, status: int | None = None, retryable: bool = True
+    ) -> None:
+        super().__init__(message)
+        self.url = url
+        self.status = status
+        self.retryable = retryable
+
+
+@dataclass(frozen=True)
+class Eprint:
+    """The bytes ``/e-print/<id>v<n>`` answered with, exactly as sent (gzip stays gzip)."""
+
+    content_type: str
+    data: bytes
+
+
+@dataclass(frozen=True)
+class Listing:
+    entries: tuple[Entry, ...]
+    rejected: tuple[RejectedEntry, ...]
+    total_results: int
+
+
+@dataclass(frozen=True)
+class _Reply:
+    status: int
+    headers: CaseInsensitiveDict[str]
+    body: bytes
+
+
+class _TruncatedBody(Exception):
+    """The connection closed before Content-Length bytes arrived."""
+
+
+def package_version() -> str:
+    try:
+        return importlib.metadata.version("mathembed")
+    except importlib.metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+def build_user_agent(contact: str, version: str | None = None) -> str:
+    """``mathembed/0.1.0 (mailto:someone@example.org)``."""
+    return f"mathembed/{version or package_version()} (mailto:{contact})"
+
+
+def user_agent_for(base_url: str, environ: Mapping[str, str] | None = None) -> str:
+    """The User-Agent to send to ``base_url``, with the contact from ``MATHEMBED_CONTACT_EMAIL``.
+
+    Without it the fallback address is used, and for anything but a loopback mirror a
+    warning says so: arXiv asks automated clients to say who to contact.
+    """
+    environment = os.environ if environ is None else environ
+    contact = environment.get(CONTACT_ENV, "").strip()
+    if not contact:
+        if urlsplit(base_url).hostname not in _LOCAL_HOSTS:
+            logger.warning(
+                "%s is not set: requests to %s will carry the placeholder contact %s; "
+                "export %s=<your address> so arXiv can reach you",
+                CONTACT_ENV,
+                base_url,
+                FALLBACK_CONTACT,
+                CONTACT_ENV,
+            )
+        contact = FALLBACK_CONTACT
+    return build_user_agent(contact)
+
+
+def parse_retry_after(value: str | None, now: datetime) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header: delta-seconds or an HTTP date."""
+    if value is None or not value.strip():
+        return None
+    text = value.strip()
+    if text.isdigit():
+        return float(text)
+    try:
+        moment = parsedate_to_datetime(text)
+    except (TypeError, ValueError):
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return max(0.0, (moment - now).total_seconds())
+
+
+def _is_retryable_status(status: int) -> bool:
+    return status == 429 or 500 <= status <= 599
+
+
+class ArxivClient:
+    """Talks to ``base_url`` the way export.arxiv.org expects (``/api/query``, ``/e-print/``)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        user_agent: str,
+        delay_seconds: float,
+        timeout_seconds: float,
+        max_retries: int,
+        backoff_seconds: float,
+        session: requests.Session | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+        jitter: Callable[[], float] = random.random,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        wall_clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        if max_retries < 0 or delay_seconds < 0 or backoff_seconds < 0 or timeout_seconds <= 0:
+            raise ValueError(
+                "ArxivClient: max_retries, delay_seconds and backoff_seconds must be >= 0 "
+                "and timeout_seconds > 0"
+            )
+        self.base_url = base_url.rstrip("/")
+        self.delay_seconds = delay_seconds
+        self.timeout_seconds = timeout_seconds
+        self.max_retries = max_retries
+        self.backoff_seconds = backoff_seconds
+        self.max_body_bytes = max_body_bytes
+        self._sleep = sleep
+        self._clock = clock
+        self._jitter = jitter
+        self._wall_clock = wall_clock
+        self._owns_session = session is None
+        self._session = session if session is not None else requests.Session()
+        # One connection to one host: requests are sequential, so a pool of one suffices.
+        self._session.mount("http://", HTTPAdapter(pool_connections=1, pool_maxsize=1))
+        self._session.mount("https://", HTTPAdapter(pool_connections=1, pool_maxsize=1))
+        self._session.headers["User-Agent"] = user_agent
+        # Bodies are read as sent: an e-print's gzip must reach the archive reader intact,
+        # and Content-Length can then be checked against what arrived.
+        self._session.headers["Accept-Encoding"] = "identity"
+        self._last_request_started: float | None = None
+        self.requests_sent = 0
+
+    @classmethod
+    def from_params(
+        cls,
+        params: IngestParams,
+        *,
+        base_url: str | None = None,
+        delay_seconds: float | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> ArxivClient:
+        """A client configured by the ``ingest`` section (``base_url``/``delay`` overridable)."""
+        url = params.base_url if base_url is None else base_url
+        return cls(
+            url,
+            user_agent=user_agent_for(url, environ),
+            delay_seconds=params.delay_seconds if delay_seconds is None else delay_seconds,
+            timeout_seconds=params.timeout_seconds,
+            max_retries=params.max_retries,
+            backoff_seconds=params.backoff_seconds,
+        )
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._owns_session:
+            self._session.close()
+
+    # -- listing -----------------------------------------------------------------------
+
+    def iter_pages(
+        self,
+        categories: Sequence[str],
+        from_dt: datetime,
+        to_dt: datetime,
+        page_size: int,
+        max_results: int | None = None,
+    ) -> Iterator[Feed]:
+        """The listing of ``categories`` updated in [from_dt, to_dt], oldest first, page by page.
+
+        Lazy: a page is requested only when the previous one has been consumed, so a
+        caller that stops early costs no further requests.
+        """
+        if page_size < 1:
+            raise ValueError(f"page_size must be >= 1, got {page_size}")
+        query = build_query(categories, from_dt, to_dt)
+        start = 0
+        while max_results is None or start < max_results:
+            size = page_size if max_results is None else min(page_size, max_results - start)
+            feed = self._listing_page(query, start, size)
+            yield feed
+            received = len(feed.entries) + len(feed.rejected)
+            start += received
+            if start >= feed.total_results:
+                return
+            if received == 0:
+                # arXiv sometimes answers a page with no entries before the end; later
+                # runs resume from the watermark, so stopping loses nothing.
+                logger.warning(
+                    "listing page at start=%d came back empty (%d results announced); "
+                    "stopping this listing early",
+                    start,
+                    feed.total_results,
+                )
+                return
+
+    def list_entries(
+        self,
+        categories: Sequence[str],
+        from_dt: datetime,
+        to_dt: datetime,
+        page_size: int,
+        max_results: int | None = None,
+    ) -> Listing:
+        """The whole listing (up to ``max_results`` entries), paginated ``page_size`` at a time."""
+        entries: list[Entry] = []
+        rejected: list[RejectedEntry] = []
+        total = 0
+        for feed in self.iter_pages(categories, from_dt, to_dt, page_size, max_results):
+            entries.extend(feed.entries)
+            rejected.extend(feed.rejected)
+            total = feed.total_results
+        return Listing(tuple(entries), tuple(rejected), total)
+
+    def _listing_page(self, query: str, start: int, size: int) -> Feed:
+        url = f"{self.base_url}/api/query"
+        params = {
+            "search_query": query,
+            "start": str(start),
+            "max_results": str(size),
+            "sortBy": "lastUpdatedDate",
+            "sortOrder": "ascending",
+        }
+        reply = self._get(url, params)
+        full_url = _full_url(url, params)
+        if reply.status != 200:
+            raise ArxivError(
+                f"GET {full_url} answered HTTP {reply.status}; expected an Atom feed",
+                url=full_url,
+                status=reply.status,
+            )
+        try:
+            return parse_feed(reply.body)
+        except FeedError as error:
+            raise ArxivError(
+                f"GET {full_url}: {error}", url=full_url, status=reply.status
+            ) from error
+
+    # -- e-prints ----------------------------------------------------------------------
+
+    def fetch_eprint(self, paper_id: str, version: int) -> Eprint | None:
+        """The source bytes of ``paper_id`` v``version``; ``None`` when arXiv has none (404)."""
+        url = f"{self.base_url}/e-print/{paper_id}v{version}"
+        reply = self._get(url, None)
+        if reply.status == 404:
+            return None
+        if reply.status != 200:
+            raise ArxivError(
+                f"GET {url} answered HTTP {reply.status}; expected the e-print",
+                url=url,
+                status=reply.status,
+            )
+        return Eprint(reply.headers.get("Content-Type", ""), reply.body)
+
+    # -- transport ---------------------------------------------------------------------
+
+    def _get(self, url: str, params: Mapping[str, str] | None) -> _Reply:
+        """GET with politeness and retries; returns any final reply that is not retryable."""
+        full_url = _full_url(url, params)
+        last_problem = "no attempt made"
+        last_status: int | None = None
+        attempts = self.max_retries + 1
+        for attempt in range(attempts):
+            self._wait_for_turn()
+            wait: float
+            try:
+                reply = self._send(url, params)
+            except (
+                requests.ConnectionError,
+                requests.Timeout,
+                requests.exceptions.ChunkedEncodingError,
+                urllib3.exceptions.HTTPError,
+                _TruncatedBody,
+            ) as error:
+                last_problem = f"{type(error).__name__}: {error}"
+                wait = self._backoff(attempt)
+            else:
+                if not _is_retryable_status(reply.status):
+                    return reply
+                last_status = reply.status
+                last_problem = f"HTTP {reply.status}"
+                retry_after = parse_retry_after(
+                    reply.headers.get("Retry-After"), self._wall_clock()
+                )
+                if retry_after is not None and retry_after > MAX_RETRY_AFTER_SECONDS:
+                    raise ArxivError(
+                        f"GET {full_url} answered HTTP {reply.status} asking to retry after "
+                        f"{retry_after:.0f} s (more than {MAX_RETRY_AFTER_SECONDS:.0f} s); "
+                        "giving up for this run",
+                        url=full_url,
+                        status=reply.status,
+                    )
+                wait = retry_after if retry_after is not None else self._backoff(attempt)
+            if attempt + 1 < attempts:
+                logger.info(
+                    "GET %s: %s; retry %d/%d in %.1f s",
+                    full_url,
+                    last_problem,
+                    attempt + 1,
+                    self.max_retries,
+                    wait,
+                )
+                self._sleep(wait)
+        raise ArxivError(
+            f"GET {full_url} failed after {attempts} attempt(s); last: {last_problem}",
+            url=full_url,
+            status=last_status,
+        )
+
+    def _send(self, url: str, params: Mapping[str, str] | None) -> _Reply:
+        self._last_request_started = self._clock()
+        self.requests_sent += 1
+        with self._session.get(
+            url, params=params, timeout=self.timeout_seconds, stream=True
+        ) as response:
+            body = self._read_body(response)
+            return _Reply(response.status_code, response.headers, body)
+
+    def _read_body(self, response: requests.Response) -> bytes:
+        declared = response.headers.get("Content-Length")
+        expected = int(declared) if declared is not None and declared.isdigit() else None
+        if expected is not None and expected > self.max_body_bytes:
+            raise ArxivError(
+                f"GET {response.url}: body of {expected} bytes exceeds {self.max_body_bytes}",
+                url=str(response.url),
+                status=response.status_code,
+                retryable=False,
+            )
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            chunk = response.raw.read(_READ_CHUNK, decode_content=False)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > self.max_body_bytes:
+                raise ArxivError(
+                    f"GET {response.url}: body exceeds {self.max_body_bytes} bytes",
+                    url=str(response.url),
+                    status=response.status_code,
+                    retryable=False,
+                )
+        body = b"".join(chunks)
+        if expected is not None and len(body) != expected:
+            raise _TruncatedBody(
+                f"received {len(body)} of {expected} bytes announced by Content-Length"
+            )
+        encoding = response.headers.get("Content-Encoding", "").strip().lower()
+        if encoding in ("gzip", "x-gzip") and "atom" in response.headers.get("Content-Type", ""):
+            # We asked for identity; a listing compressed anyway is still readable.
+            return _gunzip_listing(body, self.max_body_bytes)
+        return body
+
+    def _wait_for_turn(self) -> None:
+        if self._last_request_started is None or self.delay_seconds <= 0:
+            return
+        remaining = self.delay_seconds - (self._clock() - self._last_request_started)
+        if remaining > 0:
+            self._sleep(remaining)
+
+    def _backoff(self, attempt: int) -> float:
+        """``backoff_seconds * 2**attempt``, plus up to half of that again as jitter."""
+        base = self.backoff_seconds * (2.0**attempt)
+        return base * (1.0 + 0.5 * self._jitter())
+
+
+def _full_url(url: str, params: Mapping[str, str] | None) -> str:
+    prepared = requests.Request("GET", url, params=dict(params or {})).prepare()
+    return str(prepared.url)
+
+
+def _gunzip_listing(body: bytes, limit: int) -> bytes:
+    inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+    try:
+        data = inflater.decompress(body, limit + 1)
+    except zlib.error as error:
+        raise _TruncatedBody(f"gzip-encoded listing is corrupt: {error}") from error
+    if len(data) > limit or not inflater.eof:
+        raise _TruncatedBody("gzip-encoded listing is truncated or too large")
+    return data

@@ -1,0 +1,488 @@
+"""The ``ingest`` stage: harvest new arXiv math papers into the append-only raw store.
+
+One run lists the papers updated since the watermark (or ``ingest.from_date``), oldest
+first, and for each listed paper version either skips it (its folder is complete, or it
+was rejected for good before), records it (withdrawn), or downloads its e-print,
+extracts the LaTeX and stores it under ``data/raw/<paper>/v<version>/`` — ``eprint.bin``,
+``source.tex``, then ``meta.json`` last, each written atomically, so a folder without
+``meta.json`` is an interrupted write that the next run redoes. Rejections go to
+``data/quarantine/ingest/`` with their reason and the run goes on.
+
+The watermark (``data/raw/watermark.json``) moves only over papers that are safely
+handled, and stops at the first download that failed (those are retried next run), so
+a run killed at any point resumes without refetching what it has and without skipping
+what it lacks. Counts add up: listed = tex + abstract_only + withdrawn + skipped +
+quarantined, written to ``metrics/ingest.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from tqdm import tqdm  # type: ignore[import-untyped]  # no stubs pinned (types-tqdm)
+
+from pipelines.common import io
+from pipelines.common.config import ConfigError, IngestParams, add_config_arguments, load_params
+from pipelines.common.paths import Paths
+from pipelines.ingest.arxiv.archive import (
+    AbstractOnly,
+    ArchiveLimits,
+    Rejected,
+    Source,
+    extract_source,
+)
+from pipelines.ingest.arxiv.atom import (
+    Entry,
+    RejectedEntry,
+    format_timestamp,
+    parse_timestamp,
+)
+from pipelines.ingest.arxiv.client import ArxivClient, ArxivError, Eprint
+
+logger = logging.getLogger(__name__)
+
+STAGE = "ingest"
+WATERMARK_FILE = "watermark.json"
+META_FILE = "meta.json"
+SOURCE_FILE = "source.tex"
+EPRINT_FILE = "eprint.bin"
+COUNT_KEYS = ("tex", "abstract_only", "withdrawn", "skipped", "quarantined")
+
+Outcome = Literal["tex", "abstract_only", "withdrawn", "skipped", "quarantined", "failed"]
+
+
+@dataclass
+class IngestReport:
+    """What one run did. ``counts['listed']`` equals the sum of the other counts."""
+
+    window_from: str
+    window_to: str
+    watermark_before: str | None
+    watermark_after: str | None = None
+    counts: Counter[str] = field(default_factory=Counter)
+    stored: list[str] = field(default_factory=list)  # "<id>v<n>" written this run
+    quarantined: list[tuple[str, str]] = field(default_factory=list)  # (item id, reason)
+    listing_complete: bool = True
+
+    @property
+    def fetch_failures(self) -> int:
+        """Downloads that failed for now (quarantined, retried by the next run)."""
+        return self.counts["fetch_failed"]
+
+    def metrics(self) -> dict[str, Any]:
+        counts = {key: self.counts[key] for key in ("listed", *COUNT_KEYS, "fetch_failed")}
+        return {
+            **counts,
+            "fetched": self.counts["tex"] + self.counts["abstract_only"],
+            "window_from": self.window_from,
+            "window_to": self.window_to,
+            "watermark": self.watermark_after,
+            "listing_complete": self.listing_complete,
+        }
+
+
+# -- the raw store --------------------------------------------------------------------
+
+
+def version_folder(raw_dir: Path, paper_id: str, version: int) -> Path:
+    return raw_dir / io.safe_name(paper_id) / f"v{version}"
+
+
+def is_stored(raw_dir: Path, paper_id: str, version: int) -> bool:
+    """A version is stored once its ``meta.json`` exists (it is written last)."""
+    return (version_folder(raw_dir, paper_id, version) / META_FILE).is_file()
+
+
+def read_watermark(raw_dir: Path) -> str | None:
+    path = raw_dir / WATERMARK_FILE
+    if not path.is_file():
+        return None
+    try:
+        value = io.read_json(path)["updated"]
+        return format_timestamp(parse_timestamp(str(value)))
+    except (ValueError, KeyError, TypeError) as error:
+        raise ValueError(
+            f'{path} is not a watermark like {{"updated": "2024-01-03T10:00:00Z"}} '
+            f"({error}); fix it or delete it to restart from ingest.from_date"
+        ) from error
+
+
+def write_watermark(raw_dir: Path, updated: str) -> None:
+    io.write_json(raw_dir / WATERMARK_FILE, {"updated": updated})
+
+
+def meta_record(
+    entry: Entry,
+    *,
+    source_kind: Literal["tex", "abstract_only", "withdrawn"],
+    source: Source | None,
+    fetched_at: str,
+) -> dict[str, Any]:
+    """``meta.json`` as the data contract defines it."""
+    return {
+        "paper_id": entry.paper_id,
+        "version": entry.version,
+        "title": entry.title,
+        "authors": list(entry.authors),
+        "abstract": entry.abstract,
+        "categories": list(entry.categories),
+        "primary_category": entry.primary_category,
+        "published": entry.published,
+        "updated": entry.updated,
+        "comment": entry.comment,
+        "source_kind": source_kind,
+        "main_file": source.main_file if source else None,
+        "source_sha256": io.sha256_hex(source.text.encode("utf-8")) if source else None,
+        "encoding": source.encoding if source else None,
+        "fetched_at": fetched_at,
+    }
+
+
+def store_version(
+    raw_dir: Path,
+    entry: Entry,
+    *,
+    source_kind: Literal["tex", "abstract_only", "withdrawn"],
+    eprint: bytes | None,
+    source: Source | None,
+    fetched_at: str,
+) -> Path:
+    """Write one version folder: ``eprint.bin``, ``source.tex``, then ``meta.json``."""
+    folder = version_folder(raw_dir, entry.paper_id, entry.version)
+    if (folder / META_FILE).exists():
+        raise FileExistsError(f"{folder} is already stored; the raw store is append-only")
+    if eprint is not None:
+        io.write_bytes(folder / EPRINT_FILE, eprint)
+    if source is not None:
+        io.write_text(folder / SOURCE_FILE, source.text)
+    meta = meta_record(entry, source_kind=source_kind, source=source, fetched_at=fetched_at)
+    io.write_json(folder / META_FILE, meta)
+    return folder
+
+
+# -- quarantine -----------------------------------------------------------------------
+
+
+def _quarantine_path(quarantine_dir: Path, item_id: str) -> Path:
+    return quarantine_dir / STAGE / f"{io.safe_name(item_id)}.json"
+
+
+def rejected_for_good(quarantine_dir: Path, item_id: str) -> bool:
+    """Whether ``item_id`` was quarantined earlier for a reason a retry cannot fix."""
+    path = _quarantine_path(quarantine_dir, item_id)
+    if not path.is_file():
+        return False
+    record = io.read_json(path)
+    return not bool(record.get("details", {}).get("retryable", False))
+
+
+def _clear_quarantine(quarantine_dir: Path, item_id: str) -> None:
+    """Drop a stale record of a failed download once the paper is stored after all."""
+    path = _quarantine_path(quarantine_dir, item_id)
+    path.unlink(missing_ok=True)
+    path.with_suffix(".bin").unlink(missing_ok=True)
+
+
+# -- the run --------------------------------------------------------------------------
+
+
+def archive_limits(params: IngestParams) -> ArchiveLimits:
+    return ArchiveLimits(
+        max_files=params.max_archive_files,
+        max_file_bytes=params.max_file_bytes,
+        max_total_bytes=params.max_archive_bytes,
+    )
+
+
+def _window_start(params: IngestParams, watermark: str | None) -> datetime:
+    # The API's date range has minute resolution and is inclusive, so papers at the
+    # watermark's minute are listed again; they are skipped as already stored.
+    if watermark is not None:
+        return parse_timestamp(watermark).replace(second=0, microsecond=0)
+    try:
+        return parse_timestamp(params.from_date)
+    except ValueError as error:
+        raise ConfigError(f"ingest.from_date: {error}") from error
+
+
+class _Run:
+    """The state of one run: paths, counters, the watermark as it advances."""
+
+    def __init__(
+        self,
+        params: IngestParams,
+        paths: Paths,
+        client: ArxivClient,
+        report: IngestReport,
+        fetched_at: str,
+    ) -> None:
+        self.params = params
+        self.paths = paths
+        self.client = client
+        self.report = report
+        self.fetched_at = fetched_at
+        self.limits = archive_limits(params)
+        self.watermark = report.watermark_before
+        # Set at the first download that failed for now: the watermark must not pass it.
+        self.blocked = False
+
+    def handle_entry(self, entry: Entry) -> Outcome:
+        item_id = entry.versioned_id
+        if is_stored(self.paths.raw, entry.paper_id, entry.version):
+            return "skipped"
+        if rejected_for_good(self.paths.quarantine, item_id):
+            return "skipped"
+        if entry.withdrawn:
+            # A withdrawn version's e-print is only the withdrawal notice (or nothing):
+            # record the fact without a request.
+            self._store(entry, "withdrawn", eprint=None, source=None)
+            return "withdrawn"
+        try:
+            eprint = self.client.fetch_eprint(entry.paper_id, entry.version)
+        except ArxivError as error:
+            self._quarantine(entry, f"download failed: {error}", retryable=error.retryable)
+            return "failed" if error.retryable else "quarantined"
+        if eprint is None:
+            self._quarantine(entry, "no e-print: the server answered 404", retryable=False)
+            return "quarantined"
+        return self._extract_and_store(entry, eprint)
+
+    def _extract_and_store(self, entry: Entry, eprint: Eprint) -> Outcome:
+        try:
+            result = extract_source(eprint.data, self.limits)
+        except Exception as error:  # one bad paper never stops the run
+            logger.exception("extracting %s failed", entry.versioned_id)
+            result = Rejected(f"extraction failed unexpectedly: {error!r}")
+        if isinstance(result, Rejected):
+            self._quarantine(
+                entry,
+                result.reason,
+                retryable=False,
+                payload=eprint.data,
+                content_type=eprint.content_type,
+            )
+            return "quarantined"
+        if isinstance(result, AbstractOnly):
+            self._store(entry, "abstract_only", eprint=eprint.data, source=None)
+            return "abstract_only"
+        self._store(entry, "tex", eprint=eprint.data, source=result)
+        return "tex"
+
+    def _store(
+        self,
+        entry: Entry,
+        source_kind: Literal["tex", "abstract_only", "withdrawn"],
+        *,
+        eprint: bytes | None,
+        source: Source | None,
+    ) -> None:
+        store_version(
+            self.paths.raw,
+            entry,
+            source_kind=source_kind,
+            eprint=eprint,
+            source=source,
+            fetched_at=self.fetched_at,
+        )
+        _clear_quarantine(self.paths.quarantine, entry.versioned_id)
+        self.report.stored.append(entry.versioned_id)
+
+    def _quarantine(
+        self,
+        entry: Entry,
+        reason: str,
+        *,
+        retryable: bool,
+        payload: bytes | None = None,
+        content_type: str | None = None,
+    ) -> None:
+        details: dict[str, Any] = {
+            "retryable": retryable,
+            "paper_id": entry.paper_id,
+            "version": entry.version,
+            "updated": entry.updated,
+            "title": entry.title,
+        }
+        if content_type is not None:
+            details["content_type"] = content_type
+        io.quarantine(
+            self.paths.quarantine, STAGE, entry.versioned_id, reason, payload, details=details
+        )
+        self.report.quarantined.append((entry.versioned_id, reason))
+        logger.info("quarantined %s: %s", entry.versioned_id, reason)
+
+    def quarantine_unreadable(self, rejected: RejectedEntry) -> None:
+        # The same feed gives the same entry next time: rejected for good.
+        item_id = rejected.entry_id.rsplit("/abs/", 1)[-1] or (
+            "entry-" + io.sha256_hex(rejected.xml)[:12]
+        )
+        reason = f"unreadable listing entry: {rejected.reason}"
+        io.quarantine(
+            self.paths.quarantine,
+            STAGE,
+            item_id,
+            reason,
+            rejected.xml,
+            details={"retryable": False, "entry_id": rejected.entry_id},
+        )
+        self.report.quarantined.append((item_id, reason))
+
+    def advance_watermark(self, entry: Entry, outcome: Outcome) -> None:
+        if outcome == "failed":
+            self.blocked = True
+        if self.blocked:
+            return
+        if self.watermark is None or entry.updated > self.watermark:
+            self.watermark = entry.updated
+            write_watermark(self.paths.raw, entry.updated)
+
+
+def run_ingest(
+    params: IngestParams,
+    paths: Paths,
+    *,
+    client: ArxivClient,
+    now: datetime | None = None,
+    progress: bool = True,
+) -> IngestReport:
+    """Harvest what is new since the watermark into ``paths.raw``; see the module docstring.
+
+    ``now`` is the end of the listing window (default: the current time) and the
+    ``fetched_at`` of what is stored. At most ``params.max_papers`` papers are handled
+    (skipped ones do not count); the rest waits for the next run.
+    """
+    moment = datetime.now(UTC) if now is None else now
+    io.ensure_quarantine(paths.quarantine, STAGE)
+    watermark = read_watermark(paths.raw)
+    window_from = _window_start(params, watermark)
+    report = IngestReport(
+        window_from=format_timestamp(window_from),
+        window_to=format_timestamp(moment),
+        watermark_before=watermark,
+    )
+    run = _Run(params, paths, client, report, fetched_at=format_timestamp(moment))
+    counts = report.counts
+    handled = 0
+    listing_error: ArxivError | None = None
+
+    with _progress_bar(progress) as bar:
+        pages = client.iter_pages(params.categories, window_from, moment, params.page_size)
+        try:
+            for feed in pages:
+                if bar.total is None:
+                    bar.total = feed.total_results  # the window's size; the cap may end it early
+                for rejected in feed.rejected:
+                    counts["listed"] += 1
+                    counts["quarantined"] += 1
+                    run.quarantine_unreadable(rejected)
+                for entry in feed.entries:
+                    if handled >= params.max_papers:
+                        break
+                    outcome = run.handle_entry(entry)
+                    counts["listed"] += 1
+                    if outcome == "failed":
+                        counts["quarantined"] += 1
+                        counts["fetch_failed"] += 1
+                    else:
+                        counts[outcome] += 1
+                    if outcome != "skipped":
+                        handled += 1
+                    bar.update(1)
+                    run.advance_watermark(entry, outcome)
+                    bar.set_postfix(
+                        fetched=counts["tex"] + counts["abstract_only"],
+                        skipped=counts["skipped"],
+                        quarantined=counts["quarantined"],
+                        withdrawn=counts["withdrawn"],
+                        refresh=False,
+                    )
+                if handled >= params.max_papers:
+                    break
+        except ArxivError as error:
+            # The listing itself failed: keep what was stored, report, then fail loudly.
+            listing_error = error
+            report.listing_complete = False
+
+    report.watermark_after = run.watermark
+    io.write_json(paths.metrics / f"{STAGE}.json", report.metrics())
+    if listing_error is not None:
+        raise listing_error
+    return report
+
+
+def _progress_bar(enabled: bool) -> Any:
+    # disable=None: shown on a terminal, silent in logs and CI.
+    return tqdm(total=None, unit="paper", desc=STAGE, disable=None if enabled else True)
+
+
+# -- command line ---------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m pipelines.ingest",
+        description=(
+            "Harvest new arXiv math papers into data/raw/ (append-only). With "
+            "ingest.source 'sample' the generated mirror in data/mirror/ is served on "
+            "127.0.0.1 and read through the same client; with 'arxiv' the live API at "
+            "ingest.base_url is used (set MATHEMBED_CONTACT_EMAIL first)."
+        ),
+    )
+    add_config_arguments(parser)
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+
+    try:
+        params = load_params(args.params).ingest
+    except ConfigError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    paths = Paths(args.root)
+    try:
+        report = _run_from_source(params, paths, progress=not args.no_progress)
+    except (ConfigError, FileNotFoundError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except ArxivError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    metrics = report.metrics()
+    print(
+        f"ingest: listed {metrics['listed']}, fetched {metrics['fetched']} "
+        f"({metrics['tex']} tex, {metrics['abstract_only']} abstract-only), "
+        f"withdrawn {metrics['withdrawn']}, skipped {metrics['skipped']}, "
+        f"quarantined {metrics['quarantined']}; watermark {metrics['watermark']}"
+    )
+    return 0
+
+
+def _run_from_source(params: IngestParams, paths: Paths, *, progress: bool) -> IngestReport:
+    if params.source == "arxiv":
+        with ArxivClient.from_params(params) as client:
+            return run_ingest(params, paths, client=client, progress=progress)
+    if not (paths.mirror / "entries.jsonl").is_file():
+        raise FileNotFoundError(
+            f"the sample mirror {paths.mirror} is missing (no entries.jsonl); "
+            "run python -m pipelines.sample first"
+        )
+    # Imported here: only the sample source needs the mirror server.
+    from pipelines.ingest.sample.server import MirrorServer
+
+    with (
+        MirrorServer(paths.mirror) as server,
+        # The mirror is local: no need to keep arXiv's 3 s between requests.
+        ArxivClient.from_params(params, base_url=server.base_url, delay_seconds=0.0) as client,
+    ):
+        return run_ingest(params, paths, client=client, progress=progress)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""The pairs stage: contrastive training pairs and the held-out evaluation set."""

@@ -1,0 +1,1 @@
+"""The prepare stage: clean LaTeX into passages (chunks) and statements."""

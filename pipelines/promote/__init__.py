@@ -1,0 +1,1 @@
+"""Promotion: the decision rule, the MLflow registry side, promote/status/rollback."""

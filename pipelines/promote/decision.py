@@ -1,0 +1,231 @@
+"""The promotion rule: should a candidate model replace the current one? Pure, no I/O.
+
+:func:`decide` compares the candidate's retrieval scores with the champion's (or, while
+there is no champion yet, the base model's) under the rule from ``params.yaml``
+(:class:`~pipelines.config.PromoteParams`):
+
+* every metric in ``rule.metrics`` (default MRR@10 and NDCG@10) must be higher by more
+  than ``rule.min_margin`` (default 0: strictly higher; a tie is not an improvement);
+* with ``rule.significance`` on, the paired test (``metrics_rs.paired_test``) on the
+  per-query ``rule.significance_metric`` must also give ``p < rule.alpha``.
+
+Both sides must have been scored on the same queries, in the same order: comparing means
+over different query sets says nothing about which model is better, so :func:`decide`
+refuses (:class:`QueryMismatchError`) instead. The registry shell
+(:mod:`pipelines.registry`) gathers the scores and acts on the :class:`Decision`.
+
+:func:`decide_for_champion` covers the one case :func:`decide` cannot: the champion itself
+presented again on new evaluation data. It stays champion (a model compared with itself
+always ties, which would demote it for nothing) and the record says how it does against
+the base model on the new data.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+import metrics_rs
+from pipelines.common.config import PromoteParams
+
+Side = Literal["champion", "base"]
+
+
+class QueryMismatchError(ValueError):
+    """The two models were scored on different query lists; their means do not compare."""
+
+
+@dataclass(frozen=True)
+class Scores:
+    """One model's retrieval scores on one query set.
+
+    ``means`` maps a metric name (``metrics_rs.evaluate``'s, e.g. ``"mrr@10"``) to its
+    mean over the queries; ``per_query`` maps a metric name to one value per query,
+    aligned with ``query_ids``.
+    """
+
+    query_ids: tuple[str, ...]
+    means: Mapping[str, float]
+    per_query: Mapping[str, npt.NDArray[np.float64]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for metric, values in self.per_query.items():
+            if len(values) != len(self.query_ids):
+                raise ValueError(
+                    f"per-query {metric} has {len(values)} values for "
+                    f"{len(self.query_ids)} query ids"
+                )
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The outcome of :func:`decide`.
+
+    ``deltas`` maps each rule metric to ``candidate - other``; ``candidate`` and
+    ``other`` hold the two sides' means of the rule metrics. ``p_value`` comes from the
+    paired test on ``rule.significance_metric`` whenever both sides have per-query values
+    for it (reported even when the gate is off), else ``None``.
+    """
+
+    promote: bool
+    reason: str
+    p_value: float | None
+    compared_against: Side
+    deltas: dict[str, float]
+    candidate: dict[str, float]
+    other: dict[str, float]
+
+
+def decide(
+    candidate: Scores, champion: Scores | None, base: Scores, rule: PromoteParams
+) -> Decision:
+    """Promote ``candidate`` over ``champion`` (or over ``base`` when there is no champion)?
+
+    Raises :class:`QueryMismatchError` when the two compared sides were scored on
+    different query lists, and ``ValueError`` when a rule metric is missing from either.
+    """
+    side: Side = "champion" if champion is not None else "base"
+    other = champion if champion is not None else base
+    _require_same_queries(candidate, other, side)
+    if not rule.metrics:
+        raise ValueError("promote.metrics is empty: name at least one metric, e.g. mrr@10")
+    candidate_means = {metric: _mean(candidate, metric, "candidate") for metric in rule.metrics}
+    other_means = {metric: _mean(other, metric, side) for metric in rule.metrics}
+    deltas = {metric: candidate_means[metric] - other_means[metric] for metric in rule.metrics}
+
+    p_value = _p_value(candidate, other, rule)
+    failures = [
+        _shortfall(metric, candidate_means[metric], other_means[metric], side, rule.min_margin)
+        for metric in rule.metrics
+        # `c > o + margin`, not `c - o > margin`: 0.55 - 0.50 > 0.05 in floating point.
+        # Both are False for NaN, so a NaN metric never promotes.
+        if not candidate_means[metric] > other_means[metric] + rule.min_margin
+    ]
+    if rule.significance:
+        if p_value is None:
+            raise ValueError(
+                f"the significance gate needs per-query {rule.significance_metric} for the "
+                f"candidate and the {side}; one of them has none"
+            )
+        if not p_value < rule.alpha:
+            failures.append(
+                f"the gain in {rule.significance_metric} is not significant "
+                f"({rule.test_method} test p = {p_value:.4g}, needs p < {rule.alpha})"
+            )
+    if failures:
+        return Decision(
+            promote=False,
+            reason=f"not promoted over the {side}: " + "; ".join(failures),
+            p_value=p_value,
+            compared_against=side,
+            deltas=deltas,
+            candidate=candidate_means,
+            other=other_means,
+        )
+    gains = ", ".join(
+        f"{metric} {candidate_means[metric]:.4f} > {other_means[metric]:.4f} "
+        f"({deltas[metric]:+.4f})"
+        for metric in rule.metrics
+    )
+    significance = f"; {rule.test_method} test p = {p_value:.4g}" if p_value is not None else ""
+    return Decision(
+        promote=True,
+        reason=f"promoted over the {side}: {gains}{significance}",
+        p_value=p_value,
+        compared_against=side,
+        deltas=deltas,
+        candidate=candidate_means,
+        other=other_means,
+    )
+
+
+def decide_for_champion(champion: Scores, base: Scores, rule: PromoteParams) -> Decision:
+    """The current champion re-presented (new evaluation data): it stays champion.
+
+    It is compared with the base model for the record only: ``promote`` is true whatever
+    that comparison says, because demoting the champion without a replacement would leave
+    no model to serve. A person withdraws a champion with ``mathembed rollback``; the
+    reason says when the champion no longer beats its base model on the new data.
+    """
+    against_base = decide(champion, None, base, rule)
+    verdict = "still beats" if against_base.promote else "NO LONGER beats"
+    return dataclasses.replace(
+        against_base,
+        promote=True,
+        reason=(
+            f"kept as champion (it is the champion, so it is not compared with itself); on "
+            f"this evaluation data it {verdict} the base model ({against_base.reason})"
+        ),
+    )
+
+
+def _require_same_queries(candidate: Scores, other: Scores, side: str) -> None:
+    if candidate.query_ids == other.query_ids:
+        return
+    only_candidate = sorted(set(candidate.query_ids) - set(other.query_ids))
+    only_other = sorted(set(other.query_ids) - set(candidate.query_ids))
+    detail = (
+        "the same queries in a different order"
+        if not only_candidate
+        and not only_other
+        and len(candidate.query_ids) == len(other.query_ids)
+        else (
+            f"{len(candidate.query_ids)} vs {len(other.query_ids)} queries; only the "
+            f"candidate's: {_preview(only_candidate)}; only the {side}'s: {_preview(only_other)}"
+        )
+    )
+    raise QueryMismatchError(
+        f"the candidate and the {side} were not scored on the same query list ({detail}); "
+        "score both on the same queries in the same run (rerun `dvc repro` and "
+        "`mathembed promote`)"
+    )
+
+
+def _preview(ids: Sequence[str], limit: int = 5) -> str:
+    shown = ", ".join(ids[:limit]) or "none"
+    return shown + (f" (+{len(ids) - limit} more)" if len(ids) > limit else "")
+
+
+def _mean(scores: Scores, metric: str, side: str) -> float:
+    if metric not in scores.means:
+        raise ValueError(
+            f"the {side}'s scores have no {metric!r} (they have {sorted(scores.means)}); "
+            "check promote.metrics against the evaluate stage's metric names"
+        )
+    return float(scores.means[metric])
+
+
+def _shortfall(metric: str, candidate: float, other: float, side: str, margin: float) -> str:
+    if math.isnan(candidate) or math.isnan(other):
+        return f"{metric} is NaN (candidate {candidate}, {side} {other})"
+    needed = "higher than" if margin == 0 else f"more than {margin} above"
+    return (
+        f"{metric} {candidate:.4f} is not {needed} the {side}'s {other:.4f} "
+        f"({candidate - other:+.4f})"
+    )
+
+
+def _p_value(candidate: Scores, other: Scores, rule: PromoteParams) -> float | None:
+    metric = rule.significance_metric
+    if metric not in candidate.per_query or metric not in other.per_query:
+        return None
+    candidate_values = np.asarray(candidate.per_query[metric], dtype=np.float64)
+    other_values = np.asarray(other.per_query[metric], dtype=np.float64)
+    # A query skipped by the evaluation (no relevant passage) is NaN on both sides.
+    scored = np.isfinite(candidate_values) & np.isfinite(other_values)
+    if not scored.any():
+        return None
+    result = metrics_rs.paired_test(
+        candidate_values[scored],
+        other_values[scored],
+        method=rule.test_method,
+        n_resamples=rule.n_resamples,
+        seed=rule.seed,
+    )
+    return float(result["p_value"])

@@ -1,0 +1,1 @@
+"""Search the passages with a registered model."""

@@ -1,0 +1,1 @@
+"""The train stage: fine-tune the base model on the validated pairs."""

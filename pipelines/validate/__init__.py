@@ -1,0 +1,1 @@
+"""The validate stage: pandera contracts (blocking) and the Great Expectations report."""

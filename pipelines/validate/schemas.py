@@ -1,0 +1,621 @@
+"""The shape of every table the data pipeline writes: the one place it is defined.
+
+One pandera :class:`~pandera.api.pandas.model.DataFrameModel` per table (papers, chunks,
+statements, concepts, edges, mentions, pairs, queries, qrels): column types, nullability,
+ranges, allowed values, arXiv id and version formats, ids that must be unique, and the
+consistency of the columns of one row (a chunk id spells its paper, version and index).
+:func:`table_schema` adds the checks whose bounds come from ``params.yaml`` (section
+``validate``: passage length, leftover LaTeX markup). :data:`REFERENCES` are the links
+between tables (every chunk's paper exists, both ends of an edge are concepts, ...).
+
+The writers keep their own pyarrow write schemas (``pipelines.prepare.PAPERS_SCHEMA``,
+``pipelines.graph.CONCEPTS_SCHEMA``, ``pipelines.pairs.PAIRS_SCHEMA``, ...): those fix
+the Parquet column types, even of an empty table; the models here say what the values
+must be. The two must agree on the columns and their types: tests/test_schemas.py checks
+that each writer's schema reads back as something its model accepts, and
+tests/test_validate.py that the real outputs of the pipeline (``make repro``'s stages)
+validate.
+
+Every check has a name (``<column>:<check>`` for a column's, the bare name for a
+table-wide one). A check named in :data:`ROW_LEVEL_CHECKS` judges single rows that can be
+set aside without making the rest wrong (a passage too short, a duplicate id); every other
+failure is *structural*: the table as a whole is not what the contract says. What
+happens to each (stop or quarantine) is decided in :mod:`pipelines.validate`.
+
+All checks are vectorised (pandas ``str`` methods, which run on Arrow strings), except
+the list columns' item checks and the concept-name check, which call Python per row of
+the small tables they live in (papers, concepts, edges).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pandera.pandas as pa
+import pyarrow  # type: ignore[import-untyped]  # pyarrow ships no type information
+import pyarrow.compute  # type: ignore[import-untyped]
+from pandera.typing import Series
+
+from pipelines.common.config import ValidateParams
+from pipelines.graph.normalise import normalise_name
+from pipelines.graph.rules import CONCEPT_TYPES, EVIDENCE_ORDER, RELATIONS
+from pipelines.pairs.stage import PAIR_KINDS, SPLITS
+from pipelines.prepare.latex import STATEMENT_KINDS
+
+# -- formats ----------------------------------------------------------------------------
+
+#: arXiv identifiers: new style ``2401.00001`` and old style ``math/0501001``, ``math.AG/0501001``.
+ARXIV_ID = r"(?:\d{4}\.\d{4,5}|[a-z\-]+(?:\.[A-Z]{2})?/\d{7})"
+VERSION = r"v[1-9]\d*"
+CHUNK_ID = rf"{ARXIV_ID}{VERSION}#c\d{{4,}}"
+STATEMENT_ID = rf"{ARXIV_ID}{VERSION}#s\d{{3,}}"
+QUERY_ID = r"q[0-9a-f]{12}"
+ISO_UTC = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z"
+CATEGORY = r"[a-z][a-z\-]*(?:\.[A-Za-z][A-Za-z\-]*)?"
+SHA256_HEX = r"[0-9a-f]{64}"
+
+#: ``source_kind`` of a processed paper (prepare leaves withdrawn papers out).
+PAPER_SOURCE_KINDS = ("tex", "abstract_only")
+
+# In cleaned text ``$`` only delimits math and a literal dollar is ``\$`` (pipelines.latex);
+# formatting commands are gone, so a ``\command`` outside math is markup left behind.
+# One pass: a literal ``\$`` (first alternative) or a whole ``$…$`` span is dropped.
+_OUTSIDE_MATH = r"\\\$|\$[^$]*\$"
+_COMMAND = r"\\[A-Za-z]+"
+_KEY_SEPARATOR = "\x1f"  # joins the columns of a composite key; never in an id or name
+
+# -- tables -----------------------------------------------------------------------------
+
+#: The tables, in pipeline order.
+TABLES = (
+    "papers",
+    "chunks",
+    "statements",
+    "concepts",
+    "edges",
+    "mentions",
+    "pairs",
+    "queries",
+    "qrels",
+)
+
+#: What identifies a row (checked unique by each model's ``unique_id``).
+KEYS: Mapping[str, tuple[str, ...]] = {
+    "papers": ("paper_id",),
+    "chunks": ("chunk_id",),
+    "statements": ("statement_id",),
+    "concepts": ("name",),
+    "edges": ("source", "target", "relation"),
+    "mentions": ("concept", "chunk_id"),
+    "pairs": ("anchor", "positive"),
+    "queries": ("query_id",),
+    "qrels": ("query_id", "chunk_id"),
+}
+
+#: Checks that judge single rows; a failing row can be quarantined. Every other check is
+#: structural. Names without the ``<column>:`` prefix.
+ROW_LEVEL_CHECKS = frozenset(
+    {
+        "unique_id",
+        "non_empty",
+        "passage_length",
+        "latex_markup_share",
+        "balanced_braces",
+        "balanced_dollars",
+        "anchor_differs_from_positive",
+    }
+)
+
+
+def is_row_level(check: str) -> bool:
+    """Whether the check ``check`` (``column:name`` or ``name``) is a row-level one."""
+    return check.rpartition(":")[2] in ROW_LEVEL_CHECKS
+
+
+# -- vectorised helpers -----------------------------------------------------------------
+
+
+def _matches(values: pd.Series, pattern: str) -> pd.Series:
+    return values.str.fullmatch(pattern).fillna(False).astype(bool)
+
+
+def _first_of_each_key(frame: pd.DataFrame, table: str) -> pd.Series:
+    """True for the first row of each key; later rows with the same key are duplicates."""
+    return ~frame.duplicated(subset=list(KEYS[table]), keep="first")
+
+
+def _non_blank(values: pd.Series) -> pd.Series:
+    return values.str.strip().str.len() > 0
+
+
+def _string_lists(values: pd.Series, pattern: str | None, *, non_empty: bool) -> pd.Series:
+    """Each cell is a list (Parquet lists read back as numpy arrays) of matching strings."""
+    compiled = re.compile(pattern) if pattern is not None else None
+
+    def ok(cell: Any) -> bool:
+        if not isinstance(cell, list | tuple | np.ndarray) or (non_empty and len(cell) == 0):
+            return False
+        return all(
+            isinstance(item, str) and (compiled is None or compiled.fullmatch(item) is not None)
+            for item in cell
+        )
+
+    return values.map(ok).astype(bool)
+
+
+def unescaped_count(values: pd.Series, char: str) -> pd.Series:
+    """How often ``char`` occurs in each text, not counting ``\\char`` (a literal)."""
+    escaped = re.escape(char)
+    return values.str.count(escaped) - values.str.count(r"\\" + escaped)
+
+
+def latex_markup_share(values: pd.Series) -> pd.Series:
+    """Share of each text's characters that are ``\\command`` tokens outside ``$…$`` math."""
+    outside = values.str.replace(_OUTSIDE_MATH, "", regex=True)
+    markup = outside.str.len() - outside.str.replace(_COMMAND, "", regex=True).str.len()
+    return markup / values.str.len().clip(lower=1)
+
+
+def joined(frame: pd.DataFrame, columns: Sequence[str]) -> pd.Series:
+    """The values of ``columns`` as one string per row (a composite key)."""
+    key = frame[columns[0]].astype("str")
+    for column in columns[1:]:
+        key = key + _KEY_SEPARATOR + frame[column].astype("str")
+    return key
+
+
+def isin(values: pd.Series, candidates: pd.Series) -> pd.Series:
+    """``values.isin(candidates)`` for strings, hashed in Arrow.
+
+    pandas' own ``isin`` on Arrow strings turns the candidates into a Python list first:
+    some 40x slower on the 200,000 mentions of a 10,000-paper corpus.
+    """
+    found = pyarrow.compute.is_in(
+        pyarrow.array(values.astype("str")),
+        value_set=pyarrow.array(candidates.astype("str")),
+    )
+    mask = pyarrow.compute.fill_null(found, False).to_numpy(zero_copy_only=False)
+    return pd.Series(mask, index=values.index, dtype=bool)
+
+
+# -- the models -------------------------------------------------------------------------
+
+
+class PapersSchema(pa.DataFrameModel):
+    """``data/processed/papers.parquet``: one row per paper, at its latest version."""
+
+    paper_id: Series[str]
+    version: Series[int] = pa.Field(ge=1)
+    title: Series[str]
+    abstract: Series[str]
+    authors: Series[object]
+    categories: Series[object]
+    primary_category: Series[str]
+    published: Series[str]
+    updated: Series[str]
+    source_kind: Series[str] = pa.Field(isin=PAPER_SOURCE_KINDS)
+    content_hash: Series[str]
+    n_chunks: Series[int] = pa.Field(ge=1)  # an abstract-only paper has its abstract
+    n_statements: Series[int] = pa.Field(ge=0)
+
+    class Config:
+        strict = True  # no column beyond the contract's
+
+    @pa.check("paper_id", name="arxiv_id_format")
+    def _paper_id(cls, values: pd.Series) -> pd.Series:
+        return _matches(values, ARXIV_ID)
+
+    @pa.check("authors", name="string_list")
+    def _authors(cls, values: pd.Series) -> pd.Series:
+        return _string_lists(values, None, non_empty=False)
+
+    @pa.check("categories", name="category_list")
+    def _categories(cls, values: pd.Series) -> pd.Series:
+        return _string_lists(values, CATEGORY, non_empty=True)
+
+    @pa.check("primary_category", name="category_format")
+    def _primary_category(cls, values: pd.Series) -> pd.Series:
+        return _matches(values, CATEGORY)
+
+    @pa.check("published", "updated", name="iso_utc_format")
+    def _times(cls, values: pd.Series) -> pd.Series:
+        return _matches(values, ISO_UTC)
+
+    @pa.check("content_hash", name="sha256_format")
+    def _content_hash(cls, values: pd.Series) -> pd.Series:
+        return _matches(values, SHA256_HEX)
+
+    @pa.dataframe_check(name="updated_not_before_published")
+    def _updated(cls, frame: pd.DataFrame) -> pd.Series:
+        # Same fixed-width UTC format on both sides: text order is time order.
+        return frame["updated"] >= frame["published"]
+
+    @pa.dataframe_check(name="primary_category_listed")
+    def _primary_listed(cls, frame: pd.DataFrame) -> pd.Series:
+        listed = frame["categories"].explode()
+        same = listed == frame["primary_category"].reindex(listed.index)
+        return same.groupby(level=0).any().reindex(frame.index, fill_value=False)
+
+    @pa.dataframe_check(name="unique_id")
+    def _unique(cls, frame: pd.DataFrame) -> pd.Series:
+        return _first_of_each_key(frame, "papers")
+
+
+class ChunksSchema(pa.DataFrameModel):
+    """``data/processed/chunks.parquet``: the passages, ``{paper_id}v{version}#c{index:04d}``."""
+
+    chunk_id: Series[str]
+    paper_id: Series[str]
+    version: Series[int] = pa.Field(ge=1)
+    chunk_index: Series[int] = pa.Field(ge=0)
+    section: Series[str]
+    text: Series[str]
+
+    class Config:
+        strict = True
+
+    @pa.check("chunk_id", name="chunk_id_format")
+    def _chunk_id(cls, values: pd.Series) -> pd.Series:
+        return _matches(values, CHUNK_ID)
+
+    @pa.check("paper_id", name="arxiv_id_format")
+    def _paper_id(cls, values: pd.Series) -> pd.Series:
+        return _matches(values, ARXIV_ID)
+
+    @pa.dataframe_check(name="chunk_id_spells_paper_version_index")
+    def _spelled(cls, frame: pd.DataFrame) -> pd.Series:
+        spelled = (
+            frame["paper_id"]
+            + "v"
+            + frame["version"].astype(str)
+            + "#c"
+            + frame["chunk_index"].astype(str).str.zfill(4)
+        )
+        return frame["chunk_id"] == spelled
+
+    @pa.dataframe_check(name="unique_id")
+    def _unique(cls, frame: pd.DataFrame) -> pd.Series:
+        return _first_of_each_key(frame, "chunks")
+
+
+class StatementsSchema(pa.DataFrameModel):
+    """``data/processed/statements.parquet``: theorem-like statements, ``…#s{index:03d}``."""
+
+    statement_id: Series[str]
+    paper_id: Series[str]
+    version: Series[int] = pa.Field(ge=1)
+    kind: Series[str] = pa.Field(isin=STATEMENT_KINDS)
+    name: Series[str]
+    label: Series[str]
+    text: Series[str]
+
+    class Config:
+        strict = True
+
+    @pa.check("statement_id", name="statement_id_format")
+    def _statement_id(cls, values: pd.Series) -> pd.Series:
+        return _matches(values, STATEMENT_ID)
+
+    @pa.check("paper_id", name="arxiv_id_format")
+    def _paper_id(cls, values: pd.Series) -> pd.Series:
+        return _matches(values, ARXIV_ID)
+
+    @pa.check("text", name="non_empty")
+    def _text(cls, values: pd.Series) -> pd.Series:
+        return _non_blank(values)
+
+    @pa.dataframe_check(name="statement_id_spells_paper_version")
+    def _spelled(cls, frame: pd.DataFrame) -> pd.Series:
+        prefix = frame["statement_id"].str.replace(r"#s\d+$", "", regex=True)
+        return prefix == frame["paper_id"] + "v" + frame["version"].astype(str)
+
+    @pa.dataframe_check(name="unique_id")
+    def _unique(cls, frame: pd.DataFrame) -> pd.Series:
+        return _first_of_each_key(frame, "statements")
+
+
+class ConceptsSchema(pa.DataFrameModel):
+    """``data/graph/concepts.parquet``: one row per concept, keyed by its normalised name."""
+
+    name: Series[str] = pa.Field(str_length={"min_value": 1})
+    display_name: Series[str] = pa.Field(str_length={"min_value": 1})
+    type: Series[str] = pa.Field(isin=CONCEPT_TYPES)
+    description: Series[str]  # "" when the graph found none
+    aliases: Series[object]
+    papers: Series[object]
+
+    class Config:
+        strict = True
+
+    @pa.check("name", name="normalised")
+    def _name(cls, values: pd.Series) -> pd.Series:
+        # normalise_name is the graph stage's own key function; a key is its own key.
+        return values == values.map(normalise_name)
+
+    @pa.check("aliases", name="string_list")
+    def _aliases(cls, values: pd.Series) -> pd.Series:
+        return _string_lists(values, None, non_empty=False)
+
+    @pa.check("papers", name="arxiv_id_list")
+    def _papers(cls, values: pd.Series) -> pd.Series:
+        return _string_lists(values, ARXIV_ID, non_empty=True)
+
+    @pa.dataframe_check(name="unique_id")
+    def _unique(cls, frame: pd.DataFrame) -> pd.Series:
+        return _first_of_each_key(frame, "concepts")
+
+
+class EdgesSchema(pa.DataFrameModel):
+    """``data/graph/edges.parquet``: typed relations between two concepts."""
+
+    source: Series[str] = pa.Field(str_length={"min_value": 1})
+    target: Series[str] = pa.Field(str_length={"min_value": 1})
+    relation: Series[str] = pa.Field(isin=RELATIONS)
+    papers: Series[object]
+
+    class Config:
+        strict = True
+
+    @pa.check("papers", name="arxiv_id_list")
+    def _papers(cls, values: pd.Series) -> pd.Series:
+        return _string_lists(values, ARXIV_ID, non_empty=True)
+
+    @pa.dataframe_check(name="no_self_loop")
+    def _no_self_loop(cls, frame: pd.DataFrame) -> pd.Series:
+        return frame["source"] != frame["target"]
+
+    @pa.dataframe_check(name="unique_id")
+    def _unique(cls, frame: pd.DataFrame) -> pd.Series:
+        return _first_of_each_key(frame, "edges")
+
+
+class MentionsSchema(pa.DataFrameModel):
+    """``data/graph/mentions.parquet``: which chunks talk about which concept."""
+
+    concept: Series[str] = pa.Field(str_length={"min_value": 1})
+    chunk_id: Series[str]
+    paper_id: Series[str]
+    evidence: Series[str] = pa.Field(isin=EVIDENCE_ORDER)
+
+    class Config:
+        strict = True
+
+    @pa.check("chunk_id", name="chunk_id_format")
+    def _chunk_id(cls, values: pd.Series) -> pd.Series:
+        return _matches(values, CHUNK_ID)
+
+    @pa.check("paper_id", name="arxiv_id_format")
+    def _paper_id(cls, values: pd.Series) -> pd.Series:
+        return _matches(values, ARXIV_ID)
+
+    @pa.dataframe_check(name="unique_id")
+    def _unique(cls, frame: pd.DataFrame) -> pd.Series:
+        return _first_of_each_key(frame, "mentions")
+
+
+class PairsSchema(pa.DataFrameModel):
+    """``data/training/pairs.parquet``: contrastive (anchor, positive) pairs and their split."""
+
+    anchor: Series[str]
+    positive: Series[str]
+    kind: Series[str] = pa.Field(isin=PAIR_KINDS)
+    concept: Series[str] = pa.Field(str_length={"min_value": 1})
+    positive_id: Series[str]
+    split: Series[str] = pa.Field(isin=SPLITS)
+
+    class Config:
+        strict = True
+
+    @pa.check("anchor", "positive", name="non_empty")
+    def _texts(cls, values: pd.Series) -> pd.Series:
+        return _non_blank(values)
+
+    @pa.dataframe_check(name="positive_id_matches_kind")
+    def _positive_id(cls, frame: pd.DataFrame) -> pd.Series:
+        # A statement pair's positive is a statement; every other kind's is a chunk.
+        is_statement = frame["kind"] == "statement"
+        return _matches(frame["positive_id"], STATEMENT_ID).where(
+            is_statement, _matches(frame["positive_id"], CHUNK_ID)
+        )
+
+    @pa.dataframe_check(name="anchor_differs_from_positive")
+    def _different(cls, frame: pd.DataFrame) -> pd.Series:
+        return frame["anchor"].str.strip().str.casefold() != (
+            frame["positive"].str.strip().str.casefold()
+        )
+
+    @pa.dataframe_check(name="unique_id")
+    def _unique(cls, frame: pd.DataFrame) -> pd.Series:
+        return _first_of_each_key(frame, "pairs")
+
+
+class QueriesSchema(pa.DataFrameModel):
+    """``data/eval/queries.parquet``: one query per held-out concept."""
+
+    query_id: Series[str]
+    concept: Series[str] = pa.Field(str_length={"min_value": 1})
+    text: Series[str]
+
+    class Config:
+        strict = True
+
+    @pa.check("query_id", name="query_id_format")
+    def _query_id(cls, values: pd.Series) -> pd.Series:
+        return _matches(values, QUERY_ID)
+
+    @pa.check("text", name="non_empty")
+    def _text(cls, values: pd.Series) -> pd.Series:
+        return _non_blank(values)
+
+    @pa.dataframe_check(name="unique_id")
+    def _unique(cls, frame: pd.DataFrame) -> pd.Series:
+        return _first_of_each_key(frame, "queries")
+
+
+class QrelsSchema(pa.DataFrameModel):
+    """``data/eval/qrels.parquet``: graded relevant chunks of each query."""
+
+    query_id: Series[str]
+    chunk_id: Series[str]
+    grade: Series[int] = pa.Field(ge=0)
+    unseen: Series[bool]
+
+    class Config:
+        strict = True
+
+    @pa.check("query_id", name="query_id_format")
+    def _query_id(cls, values: pd.Series) -> pd.Series:
+        return _matches(values, QUERY_ID)
+
+    @pa.check("chunk_id", name="chunk_id_format")
+    def _chunk_id(cls, values: pd.Series) -> pd.Series:
+        return _matches(values, CHUNK_ID)
+
+    @pa.dataframe_check(name="unique_id")
+    def _unique(cls, frame: pd.DataFrame) -> pd.Series:
+        return _first_of_each_key(frame, "qrels")
+
+
+MODELS: Mapping[str, type[pa.DataFrameModel]] = {
+    "papers": PapersSchema,
+    "chunks": ChunksSchema,
+    "statements": StatementsSchema,
+    "concepts": ConceptsSchema,
+    "edges": EdgesSchema,
+    "mentions": MentionsSchema,
+    "pairs": PairsSchema,
+    "queries": QueriesSchema,
+    "qrels": QrelsSchema,
+}
+
+# -- checks with bounds from params.yaml -------------------------------------------------
+
+#: The text column of each table that gets the LaTeX-leftover checks.
+LATEX_CHECKED_COLUMNS: Mapping[str, str] = {
+    "chunks": "text",
+    "statements": "text",
+    "pairs": "anchor",  # positives are chunk or statement texts, checked in their tables
+    "queries": "text",
+}
+
+
+def text_checks(table: str, params: ValidateParams) -> dict[str, list[pa.Check]]:
+    """The row-level text checks of ``table`` whose bounds come from ``params``, by column."""
+    checks: dict[str, list[pa.Check]] = {}
+    if table == "chunks":
+        low, high = params.min_passage_chars, params.max_passage_chars
+
+        def passage_length(text: pd.Series) -> pd.Series:
+            length = text.str.len()
+            return (length >= low) & (length <= high)
+
+        checks["text"] = [pa.Check(passage_length, name="passage_length")]
+    column = LATEX_CHECKED_COLUMNS.get(table)
+    if column is not None:
+        share = params.max_latex_markup_share
+        checks.setdefault(column, []).extend(
+            [
+                pa.Check(lambda text: latex_markup_share(text) <= share, name="latex_markup_share"),
+                pa.Check(
+                    lambda text: unescaped_count(text, "{") == unescaped_count(text, "}"),
+                    name="balanced_braces",
+                ),
+                pa.Check(lambda text: unescaped_count(text, "$") % 2 == 0, name="balanced_dollars"),
+            ]
+        )
+    return checks
+
+
+def table_schema(table: str, params: ValidateParams) -> pa.DataFrameSchema:
+    """The full schema of ``table``: its model plus the checks bounded by ``params``."""
+    schema = MODELS[table].to_schema()
+    for column, checks in text_checks(table, params).items():
+        schema = schema.update_column(column, checks=[*schema.columns[column].checks, *checks])
+    return schema
+
+
+def check_names(schema: pa.DataFrameSchema) -> list[str]:
+    """Every check ``schema`` runs, named as failures are: ``column:check`` or ``check``."""
+    names = ["columns"]
+    for column_name, column in schema.columns.items():
+        names.append(f"{column_name}:dtype")
+        if not column.nullable:
+            names.append(f"{column_name}:not_nullable")
+        names.extend(f"{column_name}:{check_label(check)}" for check in column.checks)
+    names.extend(check_label(check) for check in schema.checks)
+    return names
+
+
+def check_label(check: pa.Check) -> str:
+    """A check's name as pandera reports it (``isin([...])`` for built-ins)."""
+    return str(check.error if check.error is not None else check.name)
+
+
+# -- links between tables ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Reference:
+    """Rows of ``table`` must find their ``columns`` among ``parent``'s ``parent_columns``.
+
+    ``rows`` restricts the rule to some rows of ``table`` (a boolean mask), when a column
+    points at different tables depending on another (a pair's positive).
+    """
+
+    name: str
+    table: str
+    columns: tuple[str, ...]
+    parent: str
+    parent_columns: tuple[str, ...]
+    rows: Callable[[pd.DataFrame], pd.Series] | None = None
+
+    def dangling(self, child: pd.DataFrame, parent: pd.DataFrame) -> pd.Series:
+        """A mask over ``child``: rows whose key is missing from ``parent``."""
+        missing = ~isin(joined(child, self.columns), joined(parent, self.parent_columns))
+        if self.rows is not None:
+            missing &= self.rows(child)
+        return missing
+
+
+def _statement_pairs(pairs: pd.DataFrame) -> pd.Series:
+    return pairs["kind"] == "statement"
+
+
+def _chunk_pairs(pairs: pd.DataFrame) -> pd.Series:
+    return pairs["kind"] != "statement"
+
+
+#: Cross-table integrity. A failure is structural on the pipeline's output; when rows are
+#: quarantined, the rows left pointing at them are quarantined with them.
+REFERENCES: tuple[Reference, ...] = (
+    Reference("paper_exists", "chunks", ("paper_id", "version"), "papers", ("paper_id", "version")),
+    Reference(
+        "paper_exists", "statements", ("paper_id", "version"), "papers", ("paper_id", "version")
+    ),
+    Reference("source_is_concept", "edges", ("source",), "concepts", ("name",)),
+    Reference("target_is_concept", "edges", ("target",), "concepts", ("name",)),
+    Reference("concept_exists", "mentions", ("concept",), "concepts", ("name",)),
+    Reference(
+        "chunk_exists", "mentions", ("chunk_id", "paper_id"), "chunks", ("chunk_id", "paper_id")
+    ),
+    Reference(
+        "positive_chunk_exists", "pairs", ("positive_id",), "chunks", ("chunk_id",), _chunk_pairs
+    ),
+    Reference(
+        "positive_statement_exists",
+        "pairs",
+        ("positive_id",),
+        "statements",
+        ("statement_id",),
+        _statement_pairs,
+    ),
+    Reference("concept_exists", "queries", ("concept",), "concepts", ("name",)),
+    Reference("query_exists", "qrels", ("query_id",), "queries", ("query_id",)),
+    Reference("chunk_exists", "qrels", ("chunk_id",), "chunks", ("chunk_id",)),
+    Reference("has_qrels", "queries", ("query_id",), "qrels", ("query_id",)),
+)

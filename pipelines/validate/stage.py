@@ -1,0 +1,607 @@
+"""The ``validate`` stage: check every table against the contract before training sees it.
+
+Reads ``data/processed/{papers,chunks,statements}``, ``data/graph/{concepts,edges,mentions}``,
+``data/training/pairs`` and ``data/eval/{queries,qrels}`` and writes what the later stages
+read: ``data/validated/<table>.parquet`` (the same columns; rows that failed a row-level
+check removed), ``data/quarantine/<table>.parquet`` (the removed rows plus ``failed_check``),
+``metrics/data_quality.json`` and, through :mod:`pipelines.quality_report`, the Great
+Expectations Data Docs (``reports/data_quality/``), built from the validated tables.
+
+Everything is checked before anything is written (pandera's lazy mode: all failures are
+collected), and the policy is:
+
+* **structural** failures stop the run with a :class:`ValidationError` naming the table,
+  the check and a few failing rows: a table's schema (:mod:`pipelines.schemas`: columns,
+  dtypes, nulls, formats, ranges, allowed values); cross-table integrity
+  (:data:`pipelines.schemas.REFERENCES`: every chunk's paper exists, both ends of an edge
+  are concepts, every qrel points at a chunk and a query, every query has a qrel, ...);
+  and leakage: a held-out concept (the ``concept`` of an eval query) whose name,
+  display name, alias or description is a training anchor, or which anchors pairs; an
+  (anchor, positive) pair in both splits; a positive from an unseen paper (the paper of
+  a qrel with ``unseen``).
+* **row-level** failures (:data:`pipelines.schemas.ROW_LEVEL_CHECKS`: passage length,
+  leftover LaTeX markup, empty anchors or texts, an anchor equal to its positive,
+  duplicate ids) are quarantined when at most ``max_row_failure_fraction`` of a table's
+  rows fail them, and stop the run otherwise. Removing a row keeps the tables whole:
+  rows pointing at a quarantined row (a qrel at its chunk, a pair at its positive, a
+  query left without qrels, ...) are quarantined too, with ``failed_check`` "dangling
+  after <the check that removed the first row>". They do not count toward the
+  threshold: it limits how much of a table is bad, not how far removal spreads.
+
+Counts add up for every table: rows in = kept + quarantined (``metrics/data_quality.json``,
+which also lists every check run and how many rows failed it).
+
+:func:`validate_tables` is pure; :func:`run_validate` reads and writes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+import pandera.pandas as pa
+import pyarrow  # type: ignore[import-untyped]  # pyarrow ships no type information
+import pyarrow.parquet as pq  # type: ignore[import-untyped]
+
+from pipelines.common import io
+from pipelines.common.config import ConfigError, ValidateParams, add_config_arguments, load_params
+from pipelines.common.paths import Paths
+from pipelines.graph.normalise import normalise_name
+from pipelines.validate import schemas
+
+if TYPE_CHECKING:
+    from pipelines.validate.report import QualityReportResult
+
+#: Where each table is read from (a :class:`Paths` folder) and which stage writes it.
+SOURCES: Mapping[str, tuple[str, str]] = {
+    "papers": ("processed", "prepare"),
+    "chunks": ("processed", "prepare"),
+    "statements": ("processed", "prepare"),
+    "concepts": ("graph", "graph"),
+    "edges": ("graph", "graph"),
+    "mentions": ("graph", "graph"),
+    "pairs": ("training", "pairs"),
+    "queries": ("eval", "pairs"),
+    "qrels": ("eval", "pairs"),
+}
+
+LEAKAGE_CHECKS = ("held_out_concept_anchor", "pair_in_both_splits", "unseen_paper_positive")
+THRESHOLD_CHECK = "max_row_failure_fraction"
+FAILED_CHECK = "failed_check"
+DANGLING = "dangling after "
+EXAMPLES_SHOWN = 5
+VALUE_CHARS = 60
+
+_ID_SUFFIX = r"v\d+#[cs]\d+$"  # chunk / statement id -> paper id
+
+
+# -- failures ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CheckFailure:
+    """One check that failed on one table: how many rows, and a few of them."""
+
+    table: str
+    check: str
+    rows: int
+    examples: tuple[str, ...] = ()
+    note: str = ""
+
+    def __str__(self) -> str:
+        head = f"[{self.table}] {self.check}: {self.rows} row(s) fail"
+        lines = [f"{head}; {self.note}" if self.note else head]
+        lines.extend(f"    {example}" for example in self.examples)
+        return "\n".join(lines)
+
+
+class ValidationError(Exception):
+    """The data breaks the contract; nothing was written. ``failures`` says where."""
+
+    def __init__(self, failures: Sequence[CheckFailure]) -> None:
+        self.failures = tuple(failures)
+        stages = sorted({SOURCES[f.table][1] for f in self.failures if f.table in SOURCES})
+        fix = ", ".join(f"python -m pipelines.{stage}" for stage in stages)
+        lines = [f"validation failed: {len(self.failures)} check(s); nothing was written"]
+        lines.extend(str(failure) for failure in self.failures)
+        lines.append(f"fix the data or the stage that writes it ({fix}), then rerun validate")
+        super().__init__("\n".join(lines))
+
+    def checks(self) -> set[tuple[str, str]]:
+        """``(table, check)`` of every failure, for callers that branch on them."""
+        return {(failure.table, failure.check) for failure in self.failures}
+
+
+# -- results ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TableOutcome:
+    """One table's counts: ``rows_in == kept + quarantined``; failed rows per check."""
+
+    rows_in: int
+    kept: int
+    quarantined: int
+    quarantined_by_check: dict[str, int]
+    checks: dict[str, dict[str, int]]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "rows_in": self.rows_in,
+            "kept": self.kept,
+            "quarantined": self.quarantined,
+            "quarantined_by_check": self.quarantined_by_check,
+            "checks": self.checks,
+        }
+
+
+@dataclass(frozen=True)
+class ValidationResult:
+    """What :func:`validate_tables` returns: the tables to keep, the rows set aside, counts."""
+
+    kept: dict[str, pd.DataFrame]
+    quarantined: dict[str, pd.DataFrame]
+    tables: dict[str, TableOutcome]
+    max_row_failure_fraction: float
+
+    def metrics(self) -> dict[str, Any]:
+        totals = {
+            key: sum(getattr(outcome, key) for outcome in self.tables.values())
+            for key in ("rows_in", "kept", "quarantined")
+        }
+        return {
+            "max_row_failure_fraction": self.max_row_failure_fraction,
+            "tables": {table: outcome.as_dict() for table, outcome in self.tables.items()},
+            "totals": totals,
+        }
+
+
+@dataclass(frozen=True)
+class ValidationReport:
+    """What :func:`run_validate` did: the counts and the files it wrote."""
+
+    tables: dict[str, TableOutcome]
+    metrics: dict[str, Any]
+    written: list[Path]
+    quality_report: QualityReportResult
+
+
+# -- one table --------------------------------------------------------------------------
+
+
+@dataclass
+class _TableChecks:
+    """What the checks of one table found: structural failures, and failing rows."""
+
+    structural: list[CheckFailure] = field(default_factory=list)
+    rows: dict[str, pd.Index] = field(default_factory=dict)  # row-level check -> row labels
+    ran: list[str] = field(default_factory=list)
+
+    @property
+    def broken(self) -> bool:
+        return bool(self.structural)
+
+
+def _render(frame: pd.DataFrame, index: pd.Index, columns: Sequence[str]) -> tuple[str, ...]:
+    """A few rows as ``row 12: chunk_id='…', text='…'`` (long values cut)."""
+    shown = [column for column in dict.fromkeys(columns) if column in frame.columns]
+    lines = []
+    for label in list(index[:EXAMPLES_SHOWN]):
+        values = ", ".join(f"{column}={_short(frame.at[label, column])}" for column in shown)
+        lines.append(f"row {label}: {values}")
+    return tuple(lines)
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= VALUE_CHARS else text[: VALUE_CHARS - 1] + "…"
+
+
+def _failure_key(error: pa.errors.SchemaError) -> str:
+    reason = error.reason_code
+    if reason == pa.errors.SchemaErrorReason.COLUMN_NOT_IN_SCHEMA:
+        return "columns"
+    if reason == pa.errors.SchemaErrorReason.WRONG_DATATYPE:
+        name = "dtype"
+    elif reason == pa.errors.SchemaErrorReason.SERIES_CONTAINS_NULLS:
+        name = "not_nullable"
+    elif error.check is not None and not isinstance(error.check, str):
+        name = schemas.check_label(error.check)
+    else:
+        name = str(error.check or reason)
+    return f"{error.column_name}:{name}" if error.column_name else name
+
+
+def check_table(table: str, frame: pd.DataFrame, params: ValidateParams) -> _TableChecks:
+    """Run ``table``'s schema on ``frame`` (lazily: every failure is collected)."""
+    found = _TableChecks()
+    schema = schemas.table_schema(table, params)
+    found.ran = schemas.check_names(schema)
+    missing = [column for column in schema.columns if column not in frame.columns]
+    if missing:
+        # The checks read these columns; without them nothing else can be judged.
+        found.structural.append(
+            CheckFailure(table, "columns", len(frame), note=f"missing column(s) {missing}")
+        )
+        return found
+    try:
+        schema.validate(frame, lazy=True)
+    except pa.errors.SchemaErrors as errors:
+        for error in errors.schema_errors:
+            _classify(table, frame, error, found)
+    return found
+
+
+def _classify(
+    table: str, frame: pd.DataFrame, error: pa.errors.SchemaError, found: _TableChecks
+) -> None:
+    key = _failure_key(error)
+    cases = error.failure_cases
+    index = None
+    if isinstance(cases, pd.DataFrame) and "index" in cases.columns:
+        index = pd.Index(cases["index"].dropna().unique())
+    if index is not None and schemas.is_row_level(key):
+        found.rows[key] = found.rows[key].union(index) if key in found.rows else index
+        return
+    column = error.column_name
+    if index is not None and index.isin(frame.index).all():
+        columns = [*schemas.KEYS[table], *([column] if column in frame.columns else [])]
+        examples = _render(frame, index, columns)
+        rows = len(index)
+    else:
+        # A whole-column failure (a dtype, an extra column, a check that could not run).
+        cases_text = cases if not isinstance(cases, pd.DataFrame) else cases.head(3).to_dict()
+        examples = (f"found: {_short(cases_text)}",)
+        rows = len(frame)
+    found.structural.append(CheckFailure(table, key, rows, examples))
+
+
+# -- cross-table integrity and leakage --------------------------------------------------
+
+
+def _integrity(
+    frames: Mapping[str, pd.DataFrame], usable: set[str]
+) -> tuple[list[CheckFailure], dict[tuple[str, str], int]]:
+    """Every reference between usable tables: failures, and failed rows per (table, check)."""
+    failures: list[CheckFailure] = []
+    counts: dict[tuple[str, str], int] = {}
+    for reference in schemas.REFERENCES:
+        if reference.table not in usable or reference.parent not in usable:
+            continue
+        child = frames[reference.table]
+        dangling = reference.dangling(child, frames[reference.parent])
+        counts[(reference.table, reference.name)] = int(dangling.sum())
+        if dangling.any():
+            index = child.index[dangling.to_numpy()]
+            note = (
+                f"{list(reference.columns)} not found in "
+                f"{reference.parent}{list(reference.parent_columns)}"
+            )
+            failures.append(
+                CheckFailure(
+                    reference.table,
+                    reference.name,
+                    len(index),
+                    _render(child, index, [*schemas.KEYS[reference.table], *reference.columns]),
+                    note,
+                )
+            )
+    return failures, counts
+
+
+def held_out_anchor_mask(
+    pairs: pd.DataFrame, queries: pd.DataFrame, concepts: pd.DataFrame
+) -> pd.Series:
+    """Pairs anchored at a held-out concept (one with an eval query): by its name (as
+    normalised), display name, alias or description, or by the pair's ``concept``."""
+    held_out = set(queries["concept"].tolist())
+    held = concepts[concepts["name"].isin(held_out)]
+    texts = set(held["display_name"].tolist()) | {
+        description for description in held["description"].tolist() if description
+    }
+    keys = set(held_out)
+    for aliases in held["aliases"].tolist():
+        texts.update(aliases)
+        keys.update(normalise_name(alias) for alias in aliases)
+    keys.discard("")
+    # Anchors repeat (one per positive): normalise each distinct text once.
+    distinct = pd.Series(pairs["anchor"].unique())
+    normalised = pd.Series(distinct.map(normalise_name).to_numpy(), index=distinct.to_numpy())
+    anchor_key = pairs["anchor"].map(normalised)
+    return (
+        schemas.isin(pairs["anchor"], _strings(texts))
+        | schemas.isin(anchor_key, _strings(keys))
+        | schemas.isin(pairs["concept"], _strings(held_out))
+    )
+
+
+def _strings(values: set[str]) -> pd.Series:
+    return pd.Series(sorted(values), dtype="str")
+
+
+def both_splits_mask(pairs: pd.DataFrame) -> pd.Series:
+    """Pairs whose (anchor, positive) occurs in more than one split."""
+    splits = pairs.groupby(["anchor", "positive"], sort=False)["split"].transform("nunique")
+    return splits > 1
+
+
+def unseen_positive_mask(pairs: pd.DataFrame, qrels: pd.DataFrame) -> pd.Series:
+    """Pairs whose positive comes from an unseen paper (the paper of an ``unseen`` qrel)."""
+    unseen_chunks = qrels.loc[qrels["unseen"].astype(bool), "chunk_id"]
+    unseen_papers = unseen_chunks.str.replace(_ID_SUFFIX, "", regex=True)
+    positive_papers = pairs["positive_id"].str.replace(_ID_SUFFIX, "", regex=True)
+    return schemas.isin(positive_papers, unseen_papers)
+
+
+def _leakage(
+    frames: Mapping[str, pd.DataFrame], usable: set[str]
+) -> tuple[list[CheckFailure], dict[str, int]]:
+    if not {"pairs", "queries", "concepts", "qrels"} <= usable:
+        return [], {}
+    pairs = frames["pairs"]
+    masks = {
+        "held_out_concept_anchor": held_out_anchor_mask(
+            pairs, frames["queries"], frames["concepts"]
+        ),
+        "pair_in_both_splits": both_splits_mask(pairs),
+        "unseen_paper_positive": unseen_positive_mask(pairs, frames["qrels"]),
+    }
+    failures = []
+    for check, mask in masks.items():
+        if mask.any():
+            index = pairs.index[mask.to_numpy()]
+            columns = ["anchor", "concept", "positive_id", "split"]
+            failures.append(
+                CheckFailure("pairs", check, len(index), _render(pairs, index, columns))
+            )
+    return failures, {check: int(mask.sum()) for check, mask in masks.items()}
+
+
+# -- quarantine -------------------------------------------------------------------------
+
+
+def _row_labels(rows: Mapping[str, pd.Index], order: Sequence[str]) -> pd.Series:
+    """Each failing row's ``failed_check``: the checks it failed, in schema order, "; "-joined."""
+    failed: dict[Any, list[str]] = {}
+    for check in sorted(rows, key=lambda name: order.index(name) if name in order else len(order)):
+        for label in rows[check]:
+            failed.setdefault(label, []).append(check)
+    return pd.Series(
+        {label: "; ".join(checks) for label, checks in failed.items()}, dtype="str"
+    ).sort_index()
+
+
+def _dangling_label(label: str) -> str:
+    return label if label.startswith(DANGLING) else DANGLING + label.split("; ")[0]
+
+
+def _cascade(
+    frames: Mapping[str, pd.DataFrame], labels: dict[str, pd.Series]
+) -> dict[str, pd.DataFrame]:
+    """Drop the labelled rows, then every row left pointing at a dropped one, until none."""
+    kept = {table: frame.drop(index=labels[table].index) for table, frame in frames.items()}
+    changed = True
+    while changed:
+        changed = False
+        for reference in schemas.REFERENCES:
+            child = kept[reference.table]
+            dangling = reference.dangling(child, kept[reference.parent])
+            if not dangling.any():
+                continue
+            # Why: the failed_check of the removed parent row the dangling row pointed at.
+            removed = labels[reference.parent]
+            parent_rows = frames[reference.parent].loc[
+                removed.index, list(reference.parent_columns)
+            ]
+            why = (
+                parent_rows.set_axis(list(reference.columns), axis=1)
+                .assign(**{FAILED_CHECK: removed.map(_dangling_label)})
+                .drop_duplicates(subset=list(reference.columns))
+            )
+            lost = child.loc[dangling.to_numpy(), list(reference.columns)]
+            reasons = (
+                lost.reset_index()
+                .merge(why, on=list(reference.columns), how="left")
+                .set_index("index")[FAILED_CHECK]
+                .fillna(DANGLING + reference.name)
+                .astype("str")
+            )
+            labels[reference.table] = pd.concat([labels[reference.table], reasons]).sort_index()
+            kept[reference.table] = child.loc[~dangling.to_numpy()]
+            changed = True
+    return kept
+
+
+# -- the whole check --------------------------------------------------------------------
+
+
+def validate_tables(tables: Mapping[str, pd.DataFrame], params: ValidateParams) -> ValidationResult:
+    """Check all tables; quarantine row-level failures or raise :class:`ValidationError`."""
+    absent = [table for table in schemas.TABLES if table not in tables]
+    if absent:
+        raise ValueError(f"validate_tables needs every table; missing {absent}")
+    frames = {table: tables[table].reset_index(drop=True) for table in schemas.TABLES}
+
+    found = {table: check_table(table, frames[table], params) for table in schemas.TABLES}
+    failures = [failure for table in schemas.TABLES for failure in found[table].structural]
+    usable = {table for table in schemas.TABLES if not found[table].broken}
+    integrity_failures, integrity_counts = _integrity(frames, usable)
+    leakage_failures, leakage_counts = _leakage(frames, usable)
+    failures += integrity_failures + leakage_failures
+
+    limit = params.max_row_failure_fraction
+    for table in sorted(usable, key=schemas.TABLES.index):
+        rows = found[table].rows
+        failing = functools.reduce(pd.Index.union, rows.values(), pd.Index([]))
+        if len(failing) > limit * len(frames[table]):
+            counts = ", ".join(f"{check} {len(index)}" for check, index in rows.items())
+            share = len(failing) / len(frames[table])
+            failures.append(
+                CheckFailure(
+                    table,
+                    THRESHOLD_CHECK,
+                    len(failing),
+                    _render(frames[table], failing, schemas.KEYS[table]),
+                    f"{share:.1%} of {len(frames[table])} rows fail row-level checks "
+                    f"({counts}), above {limit:.1%}",
+                )
+            )
+    if failures:
+        raise ValidationError(failures)
+
+    labels = {table: _row_labels(found[table].rows, found[table].ran) for table in schemas.TABLES}
+    kept = _cascade(frames, labels)
+    leftover, _ = _integrity(kept, set(schemas.TABLES))
+    if leftover:  # pragma: no cover - the cascade removes every dangling row
+        raise ValidationError(leftover)
+
+    outcomes: dict[str, TableOutcome] = {}
+    quarantined: dict[str, pd.DataFrame] = {}
+    for table in schemas.TABLES:
+        label = labels[table]
+        quarantined[table] = frames[table].loc[label.index].assign(**{FAILED_CHECK: label})
+        row_counts = {check: len(index) for check, index in found[table].rows.items()}
+        checks = {
+            "schema": {name: 0 for name in found[table].ran if not schemas.is_row_level(name)},
+            "row_level": {
+                name: row_counts.get(name, 0)
+                for name in found[table].ran
+                if schemas.is_row_level(name)
+            },
+            "integrity": {
+                name: count for (child, name), count in integrity_counts.items() if child == table
+            },
+        }
+        if table == "pairs":
+            checks["leakage"] = dict(leakage_counts)
+        outcomes[table] = TableOutcome(
+            rows_in=len(frames[table]),
+            kept=len(kept[table]),
+            quarantined=len(label),
+            quarantined_by_check={str(k): int(v) for k, v in sorted(label.value_counts().items())},
+            checks=checks,
+        )
+        assert outcomes[table].rows_in == outcomes[table].kept + outcomes[table].quarantined
+    return ValidationResult(
+        kept={table: frame.reset_index(drop=True) for table, frame in kept.items()},
+        quarantined={table: frame.reset_index(drop=True) for table, frame in quarantined.items()},
+        tables=outcomes,
+        max_row_failure_fraction=limit,
+    )
+
+
+# -- I/O shell --------------------------------------------------------------------------
+
+
+def input_path(paths: Paths, table: str) -> Path:
+    folder, _stage = SOURCES[table]
+    return Path(getattr(paths, folder)) / f"{table}.parquet"
+
+
+def read_tables(paths: Paths) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
+    """Every input table, and its Parquet schema (kept for the validated copy)."""
+    tables: dict[str, pd.DataFrame] = {}
+    arrow_schemas: dict[str, Any] = {}
+    for table in schemas.TABLES:
+        path = input_path(paths, table)
+        if not path.is_file():
+            stage = SOURCES[table][1]
+            raise FileNotFoundError(
+                f"{path} not found; run the {stage} stage first (python -m pipelines.{stage}, "
+                "or make repro)"
+            )
+        arrow_schemas[table] = pq.read_schema(path).remove_metadata()
+        tables[table] = io.read_parquet(path)
+    return tables, arrow_schemas
+
+
+def _write_table(path: Path, frame: pd.DataFrame, arrow_schema: Any) -> None:
+    """Write ``frame`` atomically with exactly ``arrow_schema``'s columns and types."""
+    table = pyarrow.Table.from_pandas(
+        frame[arrow_schema.names], schema=arrow_schema, preserve_index=False
+    )
+    with io.atomic_output(path, "wb") as handle:
+        pq.write_table(table, handle)
+
+
+def build_quality_report(tables: Mapping[str, pd.DataFrame], paths: Paths) -> QualityReportResult:
+    """The Great Expectations checkpoints and Data Docs (``reports/data_quality/``), run on
+    the validated tables: they describe what training will see."""
+    # Imported here: Great Expectations takes seconds to import, and only a run needs it.
+    from pipelines.validate.report import build_report
+
+    return build_report(tables, paths)
+
+
+def run_validate(params: ValidateParams, paths: Paths) -> ValidationReport:
+    """Validate the pipeline's tables under ``paths`` and write the validated copies."""
+    tables, arrow_schemas = read_tables(paths)
+    metrics_path = paths.metrics / "data_quality.json"
+    try:
+        result = validate_tables(tables, params)
+    except ValidationError as error:
+        # Recorded, not only raised: promotion refuses a candidate unless the last
+        # validation passed, so a failure must overwrite an earlier success.
+        failed = sorted(f"{table}: {check}" for table, check in error.checks())
+        io.write_json(metrics_path, {"passed": False, "failed_checks": failed})
+        raise
+    written: list[Path] = []
+    for table in schemas.TABLES:
+        arrow_schema = arrow_schemas[table]
+        validated = paths.validated / f"{table}.parquet"
+        _write_table(validated, result.kept[table], arrow_schema)
+        quarantine = paths.quarantine / f"{table}.parquet"
+        _write_table(
+            quarantine,
+            result.quarantined[table],
+            arrow_schema.append(pyarrow.field(FAILED_CHECK, pyarrow.string())),
+        )
+        written += [validated, quarantine]
+    metrics = {"passed": True, **result.metrics()}
+    io.write_json(metrics_path, metrics)
+    written.append(metrics_path)
+    quality = build_quality_report(result.kept, paths)
+    return ValidationReport(result.tables, metrics, written, quality)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m pipelines.validate",
+        description=(
+            "Check the pipeline's tables (data/processed, data/graph, data/training, "
+            "data/eval) against their schemas, each other and the no-leakage rules. "
+            "Structural failures stop with exit code 1; rows failing row-level checks go "
+            "to data/quarantine/<table>.parquet; the rest to data/validated/. Counts in "
+            "metrics/data_quality.json."
+        ),
+    )
+    add_config_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        report = run_validate(load_params(args.params).validate, Paths(args.root))
+    except (ValidationError, ConfigError, FileNotFoundError, ValueError) as error:
+        print(f"validate: {error}", file=sys.stderr)
+        return 1
+    totals = report.metrics["totals"]
+    print(
+        f"validate: {len(report.tables)} tables, {totals['rows_in']} rows in, "
+        f"{totals['kept']} kept, {totals['quarantined']} quarantined"
+    )
+    for table, outcome in report.tables.items():
+        if outcome.quarantined:
+            reasons = ", ".join(f"{k} {v}" for k, v in outcome.quarantined_by_check.items())
+            print(f"  {table}: {outcome.quarantined} of {outcome.rows_in} quarantined ({reasons})")
+    quality = report.quality_report
+    verdict = "all expectations met" if quality.success else "some expectations failed"
+    print(f"validate: data-quality report {quality.index_html} ({verdict})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

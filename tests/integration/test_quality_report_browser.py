@@ -1,0 +1,141 @@
+"""A real browser reads the Data Docs from disk with the network cut off.
+
+Headless Chromium (Debian's ``chromium`` package) opens the built ``index.html`` and one
+of GX's validation pages through ``file://``; the assertions are on the text the browser
+rendered (``--dump-dom`` serialises the DOM after scripts ran), and a screenshot of the
+index is saved under the test's temporary folder. ``--host-resolver-rules`` makes every
+host name unresolvable, so the pages are proven readable offline even on a machine
+that has a network.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import struct
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from quality_tables import broken_tables, valid_tables
+
+from pipelines.common.paths import Paths
+from pipelines.validate.report import QualityReportResult, build_report
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+def chromium() -> str:
+    found = shutil.which("chromium") or (CHROMIUM if Path(CHROMIUM).exists() else None)
+    if found is None:
+        pytest.fail(
+            "headless Chromium is needed for the Data Docs browser test but "
+            f"{CHROMIUM} is missing: run `apt-get install -y chromium` (Debian package)"
+        )
+    return found
+
+
+def render(page: Path, profile: Path, screenshot: Path | None = None) -> str:
+    """The page's DOM after loading, as rendered by headless Chromium."""
+    command = [
+        chromium(),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-extensions",
+        f"--user-data-dir={profile}",
+        "--host-resolver-rules=MAP * ~NOTFOUND",
+        "--window-size=1280,2000",
+        "--dump-dom",
+    ]
+    if screenshot is not None:
+        command.append(f"--screenshot={screenshot}")
+    command.append(page.as_uri())
+    completed = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    return completed.stdout
+
+
+class _VisibleText(HTMLParser):
+    """Text a reader sees: everything outside <head>, <style> and <script>."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hidden_depth = 0
+        self.parts: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in ("head", "style", "script"):
+            self.hidden_depth += 1
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("head", "style", "script"):
+            self.hidden_depth -= 1
+
+    def handle_data(self, data: str) -> None:
+        if self.hidden_depth == 0:
+            self.parts.append(data)
+
+
+def visible_text(dom: str) -> str:
+    parser = _VisibleText()
+    parser.feed(dom)
+    return " ".join(" ".join(parser.parts).split())
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    header = path.read_bytes()[:24]
+    assert header[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is not a PNG"
+    width, height = struct.unpack(">II", header[16:24])
+    return width, height
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> QualityReportResult:
+    """chunks healthy, pairs broken: the page must tell a passed and a failed suite apart."""
+    tables = valid_tables()
+    tables["pairs"] = broken_tables()["pairs"]
+    return build_report(tables, Paths(tmp_path_factory.mktemp("root")))
+
+
+def test_index_renders_suites_and_counts_offline(
+    report: QualityReportResult, tmp_path: Path
+) -> None:
+    screenshot = tmp_path / "report.png"
+    text = visible_text(render(report.index_html, tmp_path / "profile", screenshot))
+
+    chunks, pairs = report.suites["chunks"], report.suites["pairs"]
+    assert chunks.success and not pairs.success
+    assert "mathembed data quality" in text
+    assert "1 of 2 suites passed." in text
+    # The summary table, row by row: suite, status, passed count.
+    assert f"chunks passed {chunks.successful} of {chunks.evaluated}" in text
+    assert f"pairs FAILED {pairs.successful} of {pairs.evaluated}" in text
+    assert f"Suite pairs: FAILED, {pairs.successful} of {pairs.evaluated} expectations passed" in (
+        text
+    )
+    for failure in pairs.failed_expectations:
+        assert failure in text
+    # An observed value in the expectation table: the kind mix collapsed to one kind.
+    assert re.search(r"expect_column_max_to_be_between\(kind_share\).*?<= 0\.7 1\b", text)
+
+    assert screenshot.is_file()
+    assert png_size(screenshot) == (1280, 2000)
+    # A blank or unstyled-error page compresses to a few KB; the report is text-dense.
+    assert screenshot.stat().st_size > 30_000
+
+
+def test_gx_validation_page_renders_offline(report: QualityReportResult, tmp_path: Path) -> None:
+    pages = sorted((report.index_html.parent / "validations").rglob("*.html"))
+    pairs_page = next(page for page in pages if "pairs" in page.parts)
+    text = visible_text(render(pairs_page, tmp_path / "profile"))
+
+    pairs = report.suites["pairs"]
+    assert "Expectation Validation Result" in text
+    assert f"Evaluated Expectations {pairs.evaluated}" in text
+    assert f"Successful Expectations {pairs.successful}" in text
+    assert f"Unsuccessful Expectations {pairs.evaluated - pairs.successful}" in text
+    assert "Expectation Suite: pairs" in text
+    assert "Status: Failed" in text

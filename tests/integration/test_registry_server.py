@@ -1,0 +1,127 @@
+"""Promotion against a real ``mlflow server`` process on 127.0.0.1 (SQLite backend,
+proxied artifacts)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+import pytest
+import requests
+from promotion_worlds import MODEL_NAME, Models, World, aliases, folder_digest
+
+from pipelines.dev.services import free_port
+from pipelines.promote import registry
+from pipelines.promote.registry import (
+    RegistryError,
+)
+
+# ----------------------------------------------------------------------------- real server
+
+
+@contextmanager
+def mlflow_server(folder: Path, port: int, template_db: Path) -> Iterator[str]:
+    """A real ``mlflow server`` (SQLite backend, proxied artifacts) on 127.0.0.1:``port``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(template_db, folder / "mlflow.db")
+    command = [
+        str(Path(sys.executable).with_name("mlflow")),
+        "server",
+        "--backend-store-uri",
+        f"sqlite:///{folder / 'mlflow.db'}",
+        "--artifacts-destination",
+        str(folder / "artifacts"),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        "1",
+    ]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_TRACKING")}
+    log_path = folder / "server.log"
+    with log_path.open("wb") as log:
+        # Its own process group: the server forks uvicorn, and both must stop with the test.
+        process = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 180
+        while True:  # readiness: poll the health endpoint until the server answers
+            if process.poll() is not None:
+                raise RuntimeError(f"mlflow server exited early:\n{log_path.read_text()}")
+            try:
+                if requests.get(f"{url}/health", timeout=2).status_code == 200:
+                    break
+            except requests.RequestException:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"mlflow server not ready in time:\n{log_path.read_text()}")
+            time.sleep(0.25)
+        yield url
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=30)
+
+
+def test_with_a_real_mlflow_server_unreachable_first_then_rerun_once_it_is_up(
+    world: World,
+    bow_models: Models,
+    empty_mlflow_db: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    candidate = world.install_candidate(bow_models.knows_4)
+    before = folder_digest(candidate)
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", url)
+
+    with pytest.raises(
+        RegistryError,
+        match=rf"tracking server at {url} is unreachable .*candidate left as it is on disk"
+        r".*rerun `mathembed promote`",
+    ):
+        world.promote()
+    assert folder_digest(candidate) == before
+    assert not (world.root / "metrics" / "promotion.json").exists()
+
+    with mlflow_server(tmp_path / "server", port, empty_mlflow_db):
+        first = world.promote()
+        assert first.promoted and first.version == "1" and first.tracking_uri == url
+        worse = world.promote(world.install_candidate(bow_models.knows_2, "second"))
+        assert not worse.promoted
+        assert aliases(world) == {"champion": "1", "challenger": "2", "previous": None}
+
+        from mlflow import MlflowClient
+
+        client = MlflowClient(tracking_uri=url, registry_uri=url)
+        assert client.get_model_version(MODEL_NAME, "2").tags["decision"] == "rejected"
+        connected = registry.connect(world.paths, world.params.promote, create=False)
+        assert connected is not None
+        champion = connected.version_by_alias("champion")
+        assert champion is not None
+        loaded = registry.load_registered_model(connected, champion)
+        from sentence_transformers import SentenceTransformer
+
+        original = SentenceTransformer(str(bow_models.knows_4), device="cpu")
+        texts = ["prime alpha", "graph", "lattice beta"]
+        np.testing.assert_allclose(loaded.encode(texts), original.encode(texts), atol=1e-6)
+    assert folder_digest(candidate) == before
+
+    # The registry lived on the server: the local store saw nothing.
+    monkeypatch.delenv("MLFLOW_TRACKING_URI")
+    assert aliases(world) == {"champion": None, "challenger": None, "previous": None}

@@ -1,0 +1,86 @@
+"""Small hand-built tables for the data-quality report tests: ``valid_tables`` meets every
+expectation of the chunks and pairs suites; ``broken_tables`` breaks one of each family."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+Tables = dict[str, pd.DataFrame]
+
+CATEGORIES = ("math.CO", "math.NT", "math.AT")
+KINDS = ("name", "description", "edge", "statement")
+
+
+def passage(paper: int, index: int) -> str:
+    """A distinct passage of ~500 characters."""
+    words = " ".join(f"w{paper}x{index}x{k}" for k in range(45))
+    return f"Passage {index} of paper {paper}. {words}."
+
+
+def valid_tables(n_papers: int = 6, chunks_per_paper: int = 3, n_concepts: int = 12) -> Tables:
+    """Tables that meet every expectation of the chunks and pairs suites."""
+    papers = pd.DataFrame(
+        {
+            "paper_id": [f"2401.{p:05d}" for p in range(1, n_papers + 1)],
+            "primary_category": [CATEGORIES[p % len(CATEGORIES)] for p in range(n_papers)],
+        }
+    )
+    chunk_rows = []
+    for p, paper_id in enumerate(papers["paper_id"]):
+        for index in range(chunks_per_paper):
+            chunk_rows.append(
+                {
+                    "chunk_id": f"{paper_id}v1#c{index:04d}",
+                    "paper_id": paper_id,
+                    "version": 1,
+                    "chunk_index": index,
+                    "section": "" if index == 0 else "Introduction",
+                    "text": passage(p, index),
+                }
+            )
+    chunks = pd.DataFrame(chunk_rows)
+    pair_rows = []
+    chunk_ids = list(chunks["chunk_id"])
+    for c in range(n_concepts):
+        name = f"concept {c}"
+        targets = [chunk_ids[(2 * c + k) % len(chunk_ids)] for k in range(3)]
+        rows = [
+            ("name", name, targets[0]),
+            ("name", name, targets[1]),
+            ("description", f"The {name} is what paper {c} defines.", targets[0]),
+            ("edge", name, targets[2]),
+        ]
+        if c % 3 == 0:
+            rows.append(("statement", f"Every {name} is a {name}.", targets[2]))
+        for kind, anchor, chunk_id in rows:
+            pair_rows.append(
+                {
+                    "anchor": anchor,
+                    "positive": chunks.loc[chunks["chunk_id"] == chunk_id, "text"].iloc[0],
+                    "kind": kind,
+                    "concept": name,
+                    "positive_id": chunk_id,
+                    "split": "validation" if c == 0 else "train",
+                }
+            )
+    return {"papers": papers, "chunks": chunks, "pairs": pd.DataFrame(pair_rows)}
+
+
+def broken_tables() -> Tables:
+    """One break per expectation family: duplicates, nulls, lengths, coverage, mix, ids."""
+    tables = valid_tables()
+    chunks = tables["chunks"].copy()
+    chunks.loc[1, "chunk_id"] = str(chunks["chunk_id"].iloc[0])  # duplicate id
+    chunks["text"] = chunks["text"].str.slice(0, 60)  # every passage too short
+    chunks.loc[len(chunks)] = {  # an orphan: its paper is not in papers
+        "chunk_id": "2499.00001v1#c0000",
+        "paper_id": "2499.00001",
+        "version": 1,
+        "chunk_index": 0,
+        "section": "",
+        "text": "An orphan passage whose paper was never listed in the papers table.",
+    }
+    pairs = tables["pairs"].copy()
+    pairs["kind"] = "name"  # relation mix collapses to one kind
+    pairs = pd.concat([pairs, pairs.iloc[:3]], ignore_index=True)  # duplicated pairs
+    return {"papers": tables["papers"], "chunks": chunks, "pairs": pairs}

