@@ -1,8 +1,9 @@
 """The ``mathembed`` command line: one Typer app, one command per user-facing task.
 
 Commands are thin shells: they parse arguments, call a pure function or a script, and
-turn failures into a message and an exit code. Later issues add the stage commands
-(ingest, promote, search, status, ...) here, next to the ones below.
+turn failures into a message and an exit code (:mod:`pipelines.common.cli`: 1 bad input,
+2 configuration). The stage commands are registered by the stages themselves; this module
+holds the app, the flow commands and the tool commands.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from __future__ import annotations
 import importlib
 import subprocess
 import sys
-from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 from typing import Annotated
@@ -148,71 +148,24 @@ def serve(root: RootOption = Path("."), params: ParamsOption = "params.yaml") ->
     )
 
 
-# Commands that forward to a module's `main(argv) -> exit code`, which owns the options
-# (`mathembed <command> --help` shows them): the stages in pipeline order (dvc.yaml runs
-# the same modules with `python -m`), then the registry and search commands.
-# name -> (module, leading arguments, summary)
-FORWARDED: dict[str, tuple[str, tuple[str, ...], str]] = {
-    "sample": (
-        "pipelines.ingest.sample.__main__",
-        (),
-        "Generate the offline sample mirror (data/mirror/).",
-    ),
-    "ingest": ("pipelines.ingest.stage", (), "Harvest new papers into the append-only raw store."),
-    "prepare": (
-        "pipelines.prepare.stage",
-        (),
-        "Clean LaTeX into passages and statements (Parquet).",
-    ),
-    "graph": (
-        "pipelines.graph.stage",
-        (),
-        "Extract the knowledge graph of concepts and relations.",
-    ),
-    "pairs": ("pipelines.pairs.stage", (), "Build training pairs and the held-out evaluation set."),
-    "validate": (
-        "pipelines.validate.stage",
-        (),
-        "Check every table (blocking); data-quality report.",
-    ),
-    "train": ("pipelines.train.stage", (), "Fine-tune the base model on the validated pairs."),
-    "evaluate": (
-        "pipelines.evaluate.stage",
-        (),
-        "Score candidate and base model on held-out queries.",
-    ),
-    "promote": (
-        "pipelines.promote.command",
-        ("promote",),
-        "Register the candidate in MLflow; move @champion only if it wins.",
-    ),
-    "status": (
-        "pipelines.promote.command",
-        ("status",),
-        "Show @champion, @challenger and @previous.",
-    ),
-    "rollback": ("pipelines.promote.command", ("rollback",), "Move @champion back to @previous."),
-    "search": ("pipelines.search.query", (), "Search the passages with the @champion model."),
-}
+# Each stage registers its own commands (``register(app)`` in ``pipelines/<stage>/cli.py``),
+# in pipeline order: the CLI and the logic of a stage sit in one folder. A command module
+# imports only Typer and ``pipelines.common`` at the top, so ``--help`` stays quick.
+COMMAND_MODULES = (
+    "pipelines.ingest.sample.cli",
+    "pipelines.ingest.cli",
+    "pipelines.prepare.cli",
+    "pipelines.graph.cli",
+    "pipelines.pairs.cli",
+    "pipelines.validate.cli",
+    "pipelines.train.cli",
+    "pipelines.evaluate.cli",
+    "pipelines.promote.cli",
+    "pipelines.search.cli",
+)
 
-
-def _forwarding_command(
-    module_name: str, leading: tuple[str, ...]
-) -> Callable[[typer.Context], None]:
-    def command(context: typer.Context) -> None:
-        module = importlib.import_module(module_name)
-        raise typer.Exit(code=module.main([*leading, *context.args]))
-
-    return command
-
-
-for _name, (_module, _leading, _summary) in FORWARDED.items():
-    app.command(
-        _name,
-        help=f"{_summary} Options: `mathembed {_name} --help`.",
-        context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
-        add_help_option=False,
-    )(_forwarding_command(_module, _leading))
+for _module_name in COMMAND_MODULES:
+    importlib.import_module(_module_name).register(app)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ passage can be retrieved for, and every paper has one, so it would only add nois
 The corpus-level rules live here too, because they need every paper's concepts first:
 relation patterns ("X generalizes Y", "Y is a special case of X", "X is a Y", "X implies
 Y", "Y follows from X") read from text in :func:`match_form`, between concept mentions that
-:class:`~pipelines.graph.normalise.SurfaceMatcher` found. :mod:`pipelines.graph` adds the
+:class:`~pipelines.common.names.SurfaceMatcher` found. :mod:`pipelines.graph` adds the
 definitional-dependency (``uses``) and co-occurrence (``related_to``) edges.
 """
 
@@ -35,7 +35,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, get_args
 
-from pipelines.graph.normalise import (
+from pipelines.common.names import (
     BARRIER,
     Mention,
     head_index,

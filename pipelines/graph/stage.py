@@ -2,7 +2,7 @@
 
 :func:`build_graph` is the pure part. An :class:`~pipelines.graph.rules.Extractor` (the
 rule-based one by default, or the optional LLM one) proposes concepts per paper; they are
-merged by normalised name and alias (:mod:`pipelines.graph.normalise`); then one pass over
+merged by normalised name and alias (:mod:`pipelines.common.names`); then one pass over
 every chunk finds the chunks that mention each concept (``mentions``) and the relations
 written between concepts ("X generalizes Y", ...). Two more edge kinds come from
 statements: ``uses`` (a definition mentions another concept: definitional dependency)
@@ -47,15 +47,15 @@ from tqdm import tqdm  # type: ignore[import-untyped]
 
 from pipelines.common import io
 from pipelines.common.config import ConfigError, GraphParams, add_config_arguments, load_params
-from pipelines.common.paths import Paths
-from pipelines.graph.llm import LLMError, LLMExtractor
-from pipelines.graph.normalise import (
+from pipelines.common.names import (
     SurfaceMatcher,
     match_form,
     merge_keys,
     normalise_name,
     words_of,
 )
+from pipelines.common.paths import Paths
+from pipelines.graph.llm import LLMError, LLMExtractor
 from pipelines.graph.rules import (
     CONCEPT_TYPES,
     EVIDENCE_ORDER,

@@ -54,61 +54,42 @@ and writes the three tables atomically plus ``metrics/data.json``.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
-import sys
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
-import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no type information
 
 from pipelines.common import io
-from pipelines.common.config import ConfigError, PairsParams, add_config_arguments, load_params
+from pipelines.common.config import PairsParams
+from pipelines.common.names import SurfaceMatcher, match_form, normalise_name
 from pipelines.common.paths import Paths
-from pipelines.graph.normalise import SurfaceMatcher, match_form, normalise_name
-from pipelines.graph.rules import EVIDENCE_ORDER, statement_concept_name
-from pipelines.graph.stage import write_table
+from pipelines.common.tables import (
+    EVIDENCE_ORDER,
+    PAIR_KINDS,
+    PAIRS_SCHEMA,
+    QRELS_SCHEMA,
+    QUERIES_SCHEMA,
+    SPLITS,
+    TABLES,
+    write_table,
+)
+from pipelines.graph.rules import statement_concept_name
 
-# The Parquet schemas of the outputs (the data contract), written explicitly so that an
-# empty table (no queries yet on a tiny corpus) still has the right column types.
-PAIRS_SCHEMA = pa.schema(
-    [
-        ("anchor", pa.string()),
-        ("positive", pa.string()),
-        ("kind", pa.string()),
-        ("concept", pa.string()),
-        ("positive_id", pa.string()),
-        ("split", pa.string()),
-    ]
-)
-QUERIES_SCHEMA = pa.schema(
-    [("query_id", pa.string()), ("concept", pa.string()), ("text", pa.string())]
-)
-QRELS_SCHEMA = pa.schema(
-    [
-        ("query_id", pa.string()),
-        ("chunk_id", pa.string()),
-        ("grade", pa.int64()),
-        ("unseen", pa.bool_()),
-    ]
-)
 PAIR_COLUMNS = PAIRS_SCHEMA.names
 QUERY_COLUMNS = QUERIES_SCHEMA.names
 QREL_COLUMNS = QRELS_SCHEMA.names
-PAIR_KINDS = ("name", "description", "edge", "statement")
-SPLITS = ("train", "validation")
 HASH_BUCKETS = 1_000_000
 
 REQUIRED_COLUMNS = {
-    ("processed", "papers"): ["paper_id"],
-    ("processed", "chunks"): ["chunk_id", "paper_id", "text"],
-    ("processed", "statements"): ["statement_id", "paper_id", "kind", "name", "text"],
-    ("graph", "concepts"): ["name", "display_name", "description", "aliases", "papers"],
-    ("graph", "edges"): ["source", "target", "relation"],
-    ("graph", "mentions"): ["concept", "chunk_id", "paper_id", "evidence"],
+    "papers": ["paper_id"],
+    "chunks": ["chunk_id", "paper_id", "text"],
+    "statements": ["statement_id", "paper_id", "kind", "name", "text"],
+    "concepts": ["name", "display_name", "description", "aliases", "papers"],
+    "edges": ["source", "target", "relation"],
+    "mentions": ["concept", "chunk_id", "paper_id", "evidence"],
 }
 
 
@@ -451,12 +432,12 @@ class PairsReport:
 
 def _read_inputs(paths: Paths) -> dict[str, pd.DataFrame]:
     tables: dict[str, pd.DataFrame] = {}
-    for (folder, table), columns in REQUIRED_COLUMNS.items():
-        path = getattr(paths, folder) / f"{table}.parquet"
+    for table, columns in REQUIRED_COLUMNS.items():
+        path = TABLES[table].path(paths)
         if not path.is_file():
-            stage = "prepare" if folder == "processed" else "graph"
             raise FileNotFoundError(
-                f"{path} not found; run the {stage} stage first (python -m pipelines.{stage})"
+                f"{path} not found; run the {TABLES[table].stage} stage first "
+                f"(mathembed {TABLES[table].stage})"
             )
         frame = io.read_parquet(path)
         missing = [column for column in columns if column not in frame.columns]
@@ -469,10 +450,13 @@ def _read_inputs(paths: Paths) -> dict[str, pd.DataFrame]:
 def run_pairs(params: PairsParams, paths: Paths) -> PairsReport:
     """Build pairs and the evaluation set from ``paths`` and write them atomically."""
     result = build_pairs(**_read_inputs(paths), params=params)
-    write_table(paths.training / "pairs.parquet", result.pairs, PAIRS_SCHEMA)
-    write_table(paths.eval / "queries.parquet", result.queries, QUERIES_SCHEMA)
-    write_table(paths.eval / "qrels.parquet", result.qrels, QRELS_SCHEMA)
-    io.write_json(paths.metrics / "data.json", result.counts)
+    for name, frame in (
+        ("pairs", result.pairs),
+        ("queries", result.queries),
+        ("qrels", result.qrels),
+    ):
+        write_table(TABLES[name].path(paths), frame, TABLES[name].schema)
+    io.write_json(paths.metric_file("data"), result.counts)
     return PairsReport(
         pairs=len(result.pairs),
         queries=len(result.queries),
@@ -481,30 +465,3 @@ def run_pairs(params: PairsParams, paths: Paths) -> PairsReport:
         unseen_papers=len(result.unseen_papers),
         counts=result.counts,
     )
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m pipelines.pairs",
-        description=(
-            "Build contrastive training pairs (data/training/pairs.parquet) and the held-out "
-            "evaluation set (data/eval/queries.parquet, qrels.parquet) from data/processed "
-            "and data/graph; write counts to metrics/data.json."
-        ),
-    )
-    add_config_arguments(parser)
-    args = parser.parse_args(argv)
-    try:
-        report = run_pairs(load_params(args.params).pairs, Paths(args.root))
-    except (ConfigError, FileNotFoundError, ValueError) as error:
-        print(f"pairs: {error}", file=sys.stderr)
-        return 1
-    print(
-        f"pairs: {report.pairs} pairs, {report.queries} queries, {report.qrels} qrels "
-        f"({report.held_out_concepts} held-out concepts, {report.unseen_papers} unseen papers)"
-    )
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -42,7 +42,7 @@ import pyarrow.compute  # type: ignore[import-untyped]
 from pandera.typing import Series
 
 from pipelines.common.config import ValidateParams
-from pipelines.graph.normalise import normalise_name
+from pipelines.common.names import normalise_name
 from pipelines.graph.rules import CONCEPT_TYPES, EVIDENCE_ORDER, RELATIONS
 from pipelines.pairs.stage import PAIR_KINDS, SPLITS
 from pipelines.prepare.latex import STATEMENT_KINDS

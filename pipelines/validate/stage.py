@@ -51,8 +51,8 @@ import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
 from pipelines.common import io
 from pipelines.common.config import ConfigError, ValidateParams, add_config_arguments, load_params
+from pipelines.common.names import normalise_name
 from pipelines.common.paths import Paths
-from pipelines.graph.normalise import normalise_name
 from pipelines.validate import schemas
 
 if TYPE_CHECKING:

@@ -17,8 +17,7 @@ import pytest
 
 from pipelines.common import io
 from pipelines.common.config import ConfigError, GraphParams, PairsParams
-from pipelines.common.paths import Paths
-from pipelines.graph.normalise import (
+from pipelines.common.names import (
     SurfaceMatcher,
     match_form,
     merge_keys,
@@ -27,6 +26,7 @@ from pipelines.graph.normalise import (
     singular,
     surface_forms,
 )
+from pipelines.common.paths import Paths
 from pipelines.graph.rules import (
     Chunk,
     ConceptCandidate,

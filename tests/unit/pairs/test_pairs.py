@@ -17,8 +17,8 @@ import pytest
 
 from pipelines.common import io
 from pipelines.common.config import PairsParams
+from pipelines.common.names import normalise_name
 from pipelines.common.paths import Paths
-from pipelines.graph.normalise import normalise_name
 from pipelines.pairs.stage import (
     PairsResult,
     build_pairs,
