@@ -78,7 +78,7 @@ test: rust-tools browser build ## Rust fmt/clippy/tests, ruff, mypy, stubtest, p
 # dvc.yaml's commands say `python -m ...`: the venv goes first on PATH so they use it.
 repro: build ## run the pipeline (dvc repro: data, validate, train, evaluate) on the sample mirror, offline
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/dvc repro
-	@$(VPY) -m pipelines.dev.summary
+	@$(VENV)/bin/mathembed summary
 
 # The main job on the embedded default, offline: the Prefect nightly flow once (ingest →
 # data stages → validate → train → evaluate → promote → dvc push) on the sample mirror,
@@ -87,7 +87,7 @@ repro: build ## run the pipeline (dvc repro: data, validate, train, evaluate) on
 DEMO_QUERY ?= Rogers-Ramanujan identities
 demo: build ## the nightly flow once on the sample mirror, then its results and a search
 	$(VENV)/bin/mathembed nightly
-	@$(VPY) -m pipelines.dev.summary
+	@$(VENV)/bin/mathembed summary
 	$(VENV)/bin/mathembed status
 	@if $(VENV)/bin/mathembed status | grep -q '^champion *v'; then \
 		$(VENV)/bin/mathembed search "$(DEMO_QUERY)" -k 3; \
@@ -99,10 +99,10 @@ demo: build ## the nightly flow once on the sample mirror, then its results and 
 # Real servers on 127.0.0.1, no Docker: moto S3, MLflow (artifacts on that S3), Prefect.
 SERVICES_DIR := .services
 services: $(STAMP_DEV) ## start moto S3, an MLflow server and a Prefect server on 127.0.0.1 (then: source .services/env.sh)
-	$(VPY) -m pipelines.dev.services up --folder $(SERVICES_DIR)
+	$(VENV)/bin/mathembed services up --folder $(SERVICES_DIR)
 
 services-down: ## stop what `make services` started
-	$(VPY) -m pipelines.dev.services down --folder $(SERVICES_DIR)
+	$(VENV)/bin/mathembed services down --folder $(SERVICES_DIR)
 
 bench: $(STAMP_BENCH) build ## full metrics benchmark -> benchmarks/results/metrics.json
 	$(VPY) benchmarks/bench_metrics.py

@@ -8,7 +8,7 @@ numbers recorded next to the machine they were measured on
 What is run, in a scratch data root (``--workdir``, default a temporary folder; never the
 repository's ``data/``), with the repository's ``params.yaml`` (``--params``):
 
-1. **sample**: :func:`pipelines.sample.generator.generate_mirror` writes a mirror of
+1. **sample**: :func:`pipelines.ingest.sample.generator.generate_mirror` writes a mirror of
    ``--papers`` papers plus ``--new-fraction`` (1 %) more, once.
 2. **full run** at a cut-off time: the mirror server (:class:`MirrorServer`, 127.0.0.1)
    is told ``now`` = the first-submission time of the last paper of the ``--papers``
@@ -22,7 +22,7 @@ repository's ``data/``), with the repository's ``params.yaml`` (``--params``):
    are. Its cost is reported as a percentage of the full run, stage by stage.
 
 Each stage runs once (the stages keep state, so there is no best-of-N) in a fresh child
-process (multiprocessing "spawn"), like ``python -m pipelines.<stage>`` would:
+process (multiprocessing "spawn"), like ``mathembed <stage>`` would:
 
 * **stage s** is the wall time of the stage function alone (``time.perf_counter`` around
   the call, in the child, after imports and params loading); the targets use it.
@@ -161,7 +161,7 @@ def _stage_call(job: StageJob) -> Callable[[], dict[str, Any]]:
         until = None if job.now is None else dt.datetime.fromisoformat(job.now)
 
         def ingest() -> dict[str, Any]:
-            # As pipelines.ingest wires it for the sample source (server start included).
+            # As pipelines.ingest.stage wires it for the sample source (server start included).
             with (
                 MirrorServer(paths.mirror, now=job.now) as server,
                 ArxivClient.from_params(

@@ -4,7 +4,7 @@ Not a test: nothing here asserts. It answers "how many training pairs a second d
 machine fine-tune, for the demo model and (on a GPU) for a SPECTER2-sized one?" with
 numbers recorded next to the machine they were measured on (``benchmarks/results/train.json``).
 
-What runs is :func:`pipelines.train.run_train`, the train stage itself (data -> model ->
+What runs is :func:`pipelines.train.stage.run_train`, the train stage itself (data -> model ->
 loss -> ``SentenceTransformerTrainer``), on the repository's
 ``data/validated/pairs.parquet`` (``make repro`` writes it), copied into a scratch root so
 the repository's ``models/`` and ``metrics/`` are never touched. Each configuration runs

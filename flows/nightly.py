@@ -28,15 +28,11 @@ from flows import orchestration as orch
 from flows.hooks import StepFailed, report_failure, run_step
 from pipelines.common import io
 from pipelines.common.config import FlowParams, Params, load_params
-from pipelines.common.models import candidate_dir
 from pipelines.common.paths import Paths
-from pipelines.promote.command import format_promotion
-from pipelines.promote.registry import (
-    RegistryError,
-    promote_candidate,
-    promotion_file,
-    tracking_uri,
-)
+from pipelines.promote.errors import RegistryError
+from pipelines.promote.formatting import format_promotion
+from pipelines.promote.promotion import promote_candidate, promotion_file
+from pipelines.promote.store import tracking_uri
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -62,7 +58,7 @@ def ingest(root: Path) -> dict[str, Any]:
     """Harvest new papers. Forced: DVC cannot know that arXiv has new papers."""
     orch.run_dvc(["repro", "sample"], root, log=_log)
     orch.run_dvc(["repro", "--force", "--single-item", "ingest"], root, log=_log)
-    return orch.read_json(Paths(root).metrics / "ingest.json")
+    return io.read_json_object(Paths(root).metric_file("ingest"))
 
 
 @task(name="plan")
@@ -70,7 +66,7 @@ def plan(root: Path, params: Params, force: bool) -> orch.NightlyWork:
     paths = Paths(root)
     work = orch.nightly_work(
         stale=orch.stale_stages(root, "evaluate", log=_log),
-        candidate_fingerprint=orch.candidate_fingerprint(candidate_dir(paths)),
+        candidate_fingerprint=orch.candidate_fingerprint(paths.candidate),
         decided_fingerprint=orch.decided_fingerprint(promotion_file(paths), tracking_uri(paths)),
         outputs_digest=orch.cached_outputs_digest(root),
         pushed_outputs_digest=orch.pushed_outputs_digest(paths, params.flow.dvc_remote),
@@ -90,7 +86,7 @@ def data_stages(root: Path) -> None:
 def validate(root: Path) -> dict[str, Any]:
     """The blocking gate: a failure stops the flow here, before training."""
     orch.run_dvc(["repro", "validate"], root, log=_log)
-    return orch.read_json(Paths(root).metrics / "data_quality.json")
+    return io.read_json_object(Paths(root).metric_file("data_quality"))
 
 
 @task(name="train")
@@ -98,7 +94,7 @@ def train_in_place(root: Path, force: bool) -> dict[str, Any]:
     # Forced: only train itself; the stages before it just ran (or were up to date).
     forced = ["--force", "--single-item"] if force else []
     orch.run_dvc(["repro", *forced, "train"], root, log=_log)
-    return orch.read_json(Paths(root).metrics / "train.json")
+    return io.read_json_object(Paths(root).metric_file("train"))
 
 
 @task(name="train-on-gpu-pool")
@@ -111,7 +107,7 @@ def train_on_gpu_pool(root: Path, params: Params) -> dict[str, Any]:
     """
     remote = params.flow.dvc_remote
     orch.run_dvc(orch.push_arguments(remote, ["validate"]), root, log=_log)
-    lock_file = root / "dvc.lock"
+    lock_file = Paths(root).dvc_lock
     _log(f"running deployment {params.flow.gpu_deployment}")
     flow_run = run_deployment(
         name=params.flow.gpu_deployment,
@@ -124,7 +120,7 @@ def train_on_gpu_pool(root: Path, params: Params) -> dict[str, Any]:
         raise RuntimeError(f"GPU training run {flow_run.name} did not complete: {message}")
     trained = state.result()
     lock_file.write_text(trained["dvc_lock"], encoding="utf-8")
-    io.write_json(Paths(root).metrics / "train.json", trained["train_metrics"])
+    io.write_json(Paths(root).metric_file("train"), trained["train_metrics"])
     orch.run_dvc(orch.pull_arguments(remote, ["train"]), root, log=_log)
     return dict(trained["train_metrics"])
 
@@ -132,7 +128,7 @@ def train_on_gpu_pool(root: Path, params: Params) -> dict[str, Any]:
 @task(name="evaluate")
 def evaluate(root: Path) -> dict[str, Any]:
     orch.run_dvc(["repro", "evaluate"], root, log=_log)
-    return orch.read_json(Paths(root).metrics / "eval.json")
+    return io.read_json_object(Paths(root).metric_file("eval"))
 
 
 @task(name="promote", retry_condition_fn=_retry_on_registry_errors)

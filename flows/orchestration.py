@@ -1,8 +1,8 @@
 """What the nightly flow needs besides the stages: DVC as a subprocess, its state, a run lock.
 
-``flows/`` holds only Prefect wiring; the decisions it makes live here as pure functions
-(:func:`nightly_work`) next to thin shells over ``dvc`` (:func:`run_dvc`) and the small
-record of what the last nightly run pushed (``metrics/nightly.json``).
+The flows' decisions live here as pure functions (:func:`nightly_work`), next to thin
+shells over ``dvc`` (:func:`run_dvc`) and the small record of what the last nightly run
+pushed (``metrics/nightly.json``); the Prefect wiring is in ``nightly.py``.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import yaml
 
 from pipelines.common import io
 from pipelines.common.models import model_fingerprint
-from pipelines.common.paths import Paths
+from pipelines.common.paths import MODEL_METADATA_FILE, Paths
 
 #: The DVC stages up to the validated data; train and evaluate follow them.
 DATA_STAGES = ("prepare", "graph", "pairs")
@@ -100,7 +100,7 @@ def cached_outputs_digest(root: Path) -> str | None:
     every ingest) are left out: they are in git, not in the remote, so a run that changed
     only them has nothing new to push.
     """
-    lock_file = root / "dvc.lock"
+    lock_file = Paths(root).dvc_lock
     if not lock_file.is_file():
         return None
     uncached = _uncached_outputs(yaml.safe_load((root / "dvc.yaml").read_text(encoding="utf-8")))
@@ -177,7 +177,9 @@ def nightly_work(
 
 def candidate_fingerprint(candidate_dir: Path) -> str | None:
     return (
-        model_fingerprint(candidate_dir) if (candidate_dir / "mathembed.json").is_file() else None
+        model_fingerprint(candidate_dir)
+        if (candidate_dir / MODEL_METADATA_FILE).is_file()
+        else None
     )
 
 
@@ -187,31 +189,23 @@ def decided_fingerprint(promotion_file: Path, tracking_uri: str) -> str | None:
     A decision recorded against another tracking server does not count: this one has
     never seen the candidate.
     """
-    record = read_json(promotion_file)
+    record = io.read_json_object(promotion_file)
     fingerprint = record.get("fingerprint")
     if not fingerprint or record.get("tracking_uri") != tracking_uri:
         return None
     return str(fingerprint)
 
 
-def read_json(path: Path) -> dict[str, Any]:
-    try:
-        loaded = json.loads(path.read_text(encoding="utf-8"))
-    except (FileNotFoundError, json.JSONDecodeError):
-        return {}
-    return loaded if isinstance(loaded, dict) else {}
-
-
 def pushed_outputs_digest(paths: Paths, remote: str) -> str | None:
     """The :func:`cached_outputs_digest` the last successful push to ``remote`` sent."""
-    pushed = read_json(paths.nightly_state).get("pushed", {})
+    pushed = io.read_json_object(paths.nightly_state).get("pushed", {})
     entry = pushed.get(remote or "default") if isinstance(pushed, dict) else None
     digest = entry.get("outputs_digest") if isinstance(entry, dict) else None
     return str(digest) if digest else None
 
 
 def record_push(paths: Paths, remote: str, outputs_digest: str | None) -> None:
-    state = read_json(paths.nightly_state)
+    state = io.read_json_object(paths.nightly_state)
     pushed = state.setdefault("pushed", {})
     pushed[remote or "default"] = {
         "outputs_digest": outputs_digest,

@@ -19,6 +19,7 @@ from prefect import flow, get_run_logger, task
 
 from flows import orchestration as orch
 from flows.hooks import report_failure, run_step
+from pipelines.common import io
 from pipelines.common.paths import Paths
 
 
@@ -28,7 +29,7 @@ def _log(line: str) -> None:
 
 @task(name="pull-validated-data", retries=2, retry_delay_seconds=30)
 def pull_validated(root: Path, dvc_lock: str, remote: str) -> None:
-    (root / "dvc.lock").write_text(dvc_lock, encoding="utf-8")
+    Paths(root).dvc_lock.write_text(dvc_lock, encoding="utf-8")
     orch.run_dvc(orch.pull_arguments(remote, ["validate"]), root, log=_log)
 
 
@@ -41,8 +42,8 @@ def train(root: Path) -> None:
 def push_candidate(root: Path, remote: str) -> dict[str, Any]:
     orch.run_dvc(orch.push_arguments(remote, ["train"]), root, log=_log)
     return {
-        "dvc_lock": (root / "dvc.lock").read_text(encoding="utf-8"),
-        "train_metrics": orch.read_json(Paths(root).metrics / "train.json"),
+        "dvc_lock": Paths(root).dvc_lock.read_text(encoding="utf-8"),
+        "train_metrics": io.read_json_object(Paths(root).metric_file("train")),
     }
 
 

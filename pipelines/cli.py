@@ -162,6 +162,7 @@ COMMAND_MODULES = (
     "pipelines.evaluate.cli",
     "pipelines.promote.cli",
     "pipelines.search.cli",
+    "pipelines.dev.cli",
 )
 
 for _module_name in COMMAND_MODULES:

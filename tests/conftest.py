@@ -1,8 +1,17 @@
-"""Shared pytest setup: the whole test session runs with the offline switches on."""
+"""Shared pytest setup: the offline switches for the whole session, the tiers, the fixtures.
+
+Tiers (folders): ``unit/<stage>/`` — one stage's code, tables built in the test;
+``metrics_rs/`` — the Rust extension's Python API; ``integration/`` — real servers and
+tools end to end (DVC, the nightly flow, an MLflow server, Chromium). Every test under
+``integration/`` is marked ``integration``; it and the unit tests that train, score or
+register real models are marked ``slow``, so ``pytest -m "not slow"`` is the quick inner
+loop and ``make test`` runs everything.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -14,11 +23,32 @@ from promotion_worlds import bow_models, empty_mlflow_db, world  # noqa: F401
 
 from pipelines.common import offline
 
+TESTS = Path(__file__).parent
+
+# Unit tests that train, embed with or register real models: tens of seconds each.
+SLOW_UNIT_TESTS = (
+    "unit/train",
+    "unit/evaluate",
+    "unit/promote/test_registry.py",
+    "unit/search",
+    "unit/common/test_models.py",
+)
+
 
 def pytest_configure(config: pytest.Config) -> None:
     # Before collection, so libraries imported by test modules already see
     # HF_HUB_OFFLINE and the telemetry switches; explicit settings are kept.
     offline.apply()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        where = item.path.relative_to(TESTS).as_posix()
+        if where.startswith("integration/"):
+            item.add_marker(pytest.mark.integration)
+            item.add_marker(pytest.mark.slow)
+        elif where.startswith(SLOW_UNIT_TESTS):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture

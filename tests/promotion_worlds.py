@@ -26,12 +26,10 @@ from pipelines.common.config import EvaluateParams, Params, PromoteParams
 from pipelines.common.io import write_json, write_parquet
 from pipelines.common.models import data_hash, model_fingerprint
 from pipelines.common.paths import Paths
-from pipelines.promote import registry
-from pipelines.promote.registry import (
-    PromotionResult,
-    promote_candidate,
-    status,
-)
+from pipelines.promote.aliases import status
+from pipelines.promote.promotion import PromotionResult, promote_candidate
+from pipelines.promote.scoring import eval_data_hash
+from pipelines.promote.store import tracking_uri
 
 MODEL_NAME = "math-embed"
 
@@ -293,7 +291,7 @@ def write_eval_data(world: World, topics: list[str]) -> str:
     write_parquet(
         validated / "qrels.parquet", qrels[qrels["query_id"].isin(kept)].reset_index(drop=True)
     )
-    return registry.eval_data_hash(world.paths)
+    return eval_data_hash(world.paths)
 
 
 def make_world(root: Path, base_model: Path, empty_db: Path | None) -> World:
@@ -323,7 +321,7 @@ def world(
 def client_of(world: World):  # type: ignore[no-untyped-def]
     from mlflow import MlflowClient
 
-    uri = registry.tracking_uri(world.paths)
+    uri = tracking_uri(world.paths)
     return MlflowClient(tracking_uri=uri, registry_uri=uri)
 
 

@@ -11,7 +11,6 @@ command imports its stage's code inside its body.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -61,20 +60,3 @@ def command_errors(
         fail(command, error, EXIT_CONFIG)
     except bad_input as error:
         fail(command, error, EXIT_BAD_INPUT)
-
-
-def forward(
-    app: typer.Typer, name: str, module_name: str, leading: tuple[str, ...], summary: str
-) -> None:
-    """Register ``name`` as a command that hands its arguments to ``module_name.main``."""
-
-    def command(context: typer.Context) -> None:
-        module = importlib.import_module(module_name)
-        raise typer.Exit(code=module.main([*leading, *context.args]))
-
-    app.command(
-        name,
-        help=f"{summary} Options: `mathembed {name} --help`.",
-        context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
-        add_help_option=False,
-    )(command)

@@ -1,180 +1,237 @@
-"""Typed configuration: ``params.yaml`` read once into frozen dataclasses, plus the data layout.
+"""Typed configuration: ``params.yaml`` read once into frozen dataclasses.
 
-Each stage takes the one section it needs (``params.prepare``, ...). Unknown keys, missing
-keys and wrong types are errors that name the key and the file, so a typo in
-``params.yaml`` fails loudly instead of silently falling back to a default.
+Each stage takes the one section it needs (``params.prepare``, ...). Unknown keys and wrong
+types are errors that name the key and the file, so a typo in ``params.yaml`` fails loudly
+instead of silently falling back to a default.
+
+The project's own ``params.yaml`` is the one place every knob's default is written: a key
+left out of another params file (or of a section built in code, ``TrainParams(epochs=1)``)
+takes the project file's value, never a second default written here.
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
+import functools
 import types
 import typing
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar
 
 import yaml
 
 PARAMS_FILE = Path("params.yaml")
 
 
+#: The project's params.yaml: the default of every knob.
+PROJECT_PARAMS_FILE = Path(__file__).resolve().parents[2] / "params.yaml"
+
+
 class ConfigError(ValueError):
     """params.yaml (or a section of it) does not describe a valid configuration."""
 
 
-@dataclass(frozen=True)
-class SampleParams:
-    n_papers: int = 96
-    seed: int = 7
-    start_date: str = "2024-01-01"
-    end_date: str = "2024-03-31"
+class _FromParamsYaml:
+    """Stands for "the value in the project's params.yaml" until a section is built."""
+
+    def __repr__(self) -> str:
+        return "FROM_PARAMS_YAML"
+
+
+FROM_PARAMS_YAML: Any = _FromParamsYaml()
+
+
+class _Section:
+    """A ``params.yaml`` section: a field left unset takes the project file's value."""
+
+    section: ClassVar[str]
+
+    def __post_init__(self) -> None:
+        hints = typing.get_type_hints(type(self))
+        for item in dataclasses.fields(self):  # type: ignore[arg-type]
+            if getattr(self, item.name) is FROM_PARAMS_YAML:
+                value = project_default(self.section, item.name, hints[item.name])
+                object.__setattr__(self, item.name, value)
+
+
+@functools.cache
+def _project_params() -> dict[str, Any]:
+    try:
+        raw = yaml.safe_load(PROJECT_PARAMS_FILE.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as error:
+        raise ConfigError(
+            f"{PROJECT_PARAMS_FILE} (the project's defaults) cannot be read: {error}"
+        ) from error
+    return raw if isinstance(raw, dict) else {}
+
+
+def project_default(section: str, key: str, hint: Any) -> Any:
+    """``section.key`` of the project's params.yaml, typed as ``hint``."""
+    values = _project_params().get(section)
+    if not isinstance(values, Mapping) or key not in values:
+        raise ConfigError(
+            f"{PROJECT_PARAMS_FILE} lacks {section}.{key}: every knob's default is written "
+            "there; add it"
+        )
+    return _coerce(hint, values[key], f"{PROJECT_PARAMS_FILE}: {section}.{key}")
 
 
 @dataclass(frozen=True)
-class IngestParams:
-    source: Literal["sample", "arxiv"] = "sample"
-    base_url: str = "https://export.arxiv.org"
-    categories: tuple[str, ...] = ("math.CO", "math.NT")
-    from_date: str = "2024-01-01"
-    max_papers: int = 500
-    page_size: int = 100
-    delay_seconds: float = 3.0
-    timeout_seconds: float = 30.0
-    max_retries: int = 5
-    backoff_seconds: float = 2.0
-    max_archive_files: int = 500
-    max_file_bytes: int = 10_000_000
-    max_archive_bytes: int = 50_000_000
+class SampleParams(_Section):
+    section: ClassVar[str] = "sample"
+
+    n_papers: int = FROM_PARAMS_YAML
+    seed: int = FROM_PARAMS_YAML
+    start_date: str = FROM_PARAMS_YAML
+    end_date: str = FROM_PARAMS_YAML
 
 
 @dataclass(frozen=True)
-class PrepareParams:
-    chunk_chars: int = 1500
-    overlap_chars: int = 200
-    min_chunk_chars: int = 50
+class IngestParams(_Section):
+    section: ClassVar[str] = "ingest"
+
+    source: Literal["sample", "arxiv"] = FROM_PARAMS_YAML
+    base_url: str = FROM_PARAMS_YAML
+    categories: tuple[str, ...] = FROM_PARAMS_YAML
+    from_date: str = FROM_PARAMS_YAML
+    max_papers: int = FROM_PARAMS_YAML
+    page_size: int = FROM_PARAMS_YAML
+    delay_seconds: float = FROM_PARAMS_YAML
+    timeout_seconds: float = FROM_PARAMS_YAML
+    max_retries: int = FROM_PARAMS_YAML
+    backoff_seconds: float = FROM_PARAMS_YAML
+    max_archive_files: int = FROM_PARAMS_YAML
+    max_file_bytes: int = FROM_PARAMS_YAML
+    max_archive_bytes: int = FROM_PARAMS_YAML
 
 
 @dataclass(frozen=True)
-class GraphParams:
-    extractor: Literal["rules", "llm"] = "rules"
-    llm_url: str = ""
-    llm_model: str = ""
-    llm_api_key_env: str = "MATHEMBED_LLM_API_KEY"
-    llm_max_retries: int = 2
-    llm_timeout_seconds: float = 60.0
-    llm_backoff_seconds: float = 1.0
-    cooccurrence_min_papers: int = 2
+class PrepareParams(_Section):
+    section: ClassVar[str] = "prepare"
+
+    chunk_chars: int = FROM_PARAMS_YAML
+    overlap_chars: int = FROM_PARAMS_YAML
+    min_chunk_chars: int = FROM_PARAMS_YAML
 
 
 @dataclass(frozen=True)
-class PairsParams:
-    max_chunks_per_concept: int = 8
-    max_edge_pairs: int = 4
-    held_out_fraction: float = 0.2
-    min_degree: int = 2
-    unseen_paper_fraction: float = 0.1
-    validation_fraction: float = 0.1
-    seed: int = 13
-    qrels_scope: Literal["unnamed", "papers", "mentions"] = "unnamed"
+class GraphParams(_Section):
+    section: ClassVar[str] = "graph"
+
+    extractor: Literal["rules", "llm"] = FROM_PARAMS_YAML
+    llm_url: str = FROM_PARAMS_YAML
+    llm_model: str = FROM_PARAMS_YAML
+    llm_api_key_env: str = FROM_PARAMS_YAML
+    llm_max_retries: int = FROM_PARAMS_YAML
+    llm_timeout_seconds: float = FROM_PARAMS_YAML
+    llm_backoff_seconds: float = FROM_PARAMS_YAML
+    cooccurrence_min_papers: int = FROM_PARAMS_YAML
 
 
 @dataclass(frozen=True)
-class ValidateParams:
-    min_passage_chars: int = 50
-    max_passage_chars: int = 4000
-    max_latex_markup_share: float = 0.02
-    max_row_failure_fraction: float = 0.05
+class PairsParams(_Section):
+    section: ClassVar[str] = "pairs"
+
+    max_chunks_per_concept: int = FROM_PARAMS_YAML
+    max_edge_pairs: int = FROM_PARAMS_YAML
+    held_out_fraction: float = FROM_PARAMS_YAML
+    min_degree: int = FROM_PARAMS_YAML
+    unseen_paper_fraction: float = FROM_PARAMS_YAML
+    validation_fraction: float = FROM_PARAMS_YAML
+    seed: int = FROM_PARAMS_YAML
+    qrels_scope: Literal["unnamed", "papers", "mentions"] = FROM_PARAMS_YAML
 
 
 @dataclass(frozen=True)
-class TrainParams:
-    base_model: str = "allenai/specter2_base"
-    pooling: Literal["cls", "mean"] = "cls"
-    loss: Literal["mnrl", "cached_mnrl"] = "mnrl"
-    mini_batch_size: int = 32
-    matryoshka_dims: tuple[int, ...] = ()
-    learning_rate: float = 2e-5
-    warmup_ratio: float = 0.1
-    epochs: int = 3
-    batch_size: int = 32
-    max_seq_length: int = 256
-    seed: int = 42
-    max_steps: int = -1
-    device: Literal["auto", "cpu", "cuda"] = "auto"
-    logging_steps: int = 10
-    save_total_limit: int = 2
+class ValidateParams(_Section):
+    section: ClassVar[str] = "validate"
+
+    min_passage_chars: int = FROM_PARAMS_YAML
+    max_passage_chars: int = FROM_PARAMS_YAML
+    max_latex_markup_share: float = FROM_PARAMS_YAML
+    max_row_failure_fraction: float = FROM_PARAMS_YAML
 
 
 @dataclass(frozen=True)
-class EvaluateParams:
-    ks: tuple[int, ...] = (1, 5, 10, 100)
-    dims: tuple[int, ...] = ()
-    batch_size: int = 64
-    cache: bool = True
+class TrainParams(_Section):
+    section: ClassVar[str] = "train"
+
+    base_model: str = FROM_PARAMS_YAML
+    pooling: Literal["cls", "mean"] = FROM_PARAMS_YAML
+    loss: Literal["mnrl", "cached_mnrl"] = FROM_PARAMS_YAML
+    mini_batch_size: int = FROM_PARAMS_YAML
+    matryoshka_dims: tuple[int, ...] = FROM_PARAMS_YAML
+    learning_rate: float = FROM_PARAMS_YAML
+    warmup_ratio: float = FROM_PARAMS_YAML
+    epochs: int = FROM_PARAMS_YAML
+    batch_size: int = FROM_PARAMS_YAML
+    max_seq_length: int = FROM_PARAMS_YAML
+    seed: int = FROM_PARAMS_YAML
+    max_steps: int = FROM_PARAMS_YAML
+    device: Literal["auto", "cpu", "cuda"] = FROM_PARAMS_YAML
+    logging_steps: int = FROM_PARAMS_YAML
+    save_total_limit: int = FROM_PARAMS_YAML
 
 
 @dataclass(frozen=True)
-class PromoteParams:
-    registered_model: str = "math-embed"
-    experiment: str = "mathembed"
-    metrics: tuple[str, ...] = ("mrr@10", "ndcg@10")
-    min_margin: float = 0.0
-    significance: bool = False
-    significance_metric: str = "mrr@10"
-    alpha: float = 0.05
-    test_method: Literal["randomization", "bootstrap", "t"] = "randomization"
-    n_resamples: int = 10000
-    seed: int = 0
-    lock_timeout_seconds: float = 600.0
-    server_timeout_seconds: float = 10.0
+class EvaluateParams(_Section):
+    section: ClassVar[str] = "evaluate"
+
+    ks: tuple[int, ...] = FROM_PARAMS_YAML
+    dims: tuple[int, ...] = FROM_PARAMS_YAML
+    batch_size: int = FROM_PARAMS_YAML
+    cache: bool = FROM_PARAMS_YAML
 
 
 @dataclass(frozen=True)
-class FlowParams:
-    schedule: str = "0 2 * * *"
-    timezone: str = "UTC"
-    gpu_deployment: str = ""
-    dvc_remote: str = ""
-    network_retries: int = 3
-    network_retry_delay_seconds: float = 10.0
-    webhook_env: str = "MATHEMBED_WEBHOOK_URL"
-    promotion_concurrency_limit: str = "mathembed-promotion"
+class PromoteParams(_Section):
+    section: ClassVar[str] = "promote"
+
+    registered_model: str = FROM_PARAMS_YAML
+    experiment: str = FROM_PARAMS_YAML
+    metrics: tuple[str, ...] = FROM_PARAMS_YAML
+    min_margin: float = FROM_PARAMS_YAML
+    significance: bool = FROM_PARAMS_YAML
+    significance_metric: str = FROM_PARAMS_YAML
+    alpha: float = FROM_PARAMS_YAML
+    test_method: Literal["randomization", "bootstrap", "t"] = FROM_PARAMS_YAML
+    n_resamples: int = FROM_PARAMS_YAML
+    seed: int = FROM_PARAMS_YAML
+    lock_timeout_seconds: float = FROM_PARAMS_YAML
+    server_timeout_seconds: float = FROM_PARAMS_YAML
+
+
+@dataclass(frozen=True)
+class FlowParams(_Section):
+    section: ClassVar[str] = "flow"
+
+    schedule: str = FROM_PARAMS_YAML
+    timezone: str = FROM_PARAMS_YAML
+    gpu_deployment: str = FROM_PARAMS_YAML
+    dvc_remote: str = FROM_PARAMS_YAML
+    network_retries: int = FROM_PARAMS_YAML
+    network_retry_delay_seconds: float = FROM_PARAMS_YAML
+    webhook_env: str = FROM_PARAMS_YAML
+    promotion_concurrency_limit: str = FROM_PARAMS_YAML
 
 
 @dataclass(frozen=True)
 class Params:
-    sample: SampleParams = SampleParams()
-    ingest: IngestParams = IngestParams()
-    prepare: PrepareParams = PrepareParams()
-    graph: GraphParams = GraphParams()
-    pairs: PairsParams = PairsParams()
-    validate: ValidateParams = ValidateParams()
-    train: TrainParams = TrainParams()
-    evaluate: EvaluateParams = EvaluateParams()
-    promote: PromoteParams = PromoteParams()
-    flow: FlowParams = FlowParams()
+    sample: SampleParams = field(default_factory=SampleParams)
+    ingest: IngestParams = field(default_factory=IngestParams)
+    prepare: PrepareParams = field(default_factory=PrepareParams)
+    graph: GraphParams = field(default_factory=GraphParams)
+    pairs: PairsParams = field(default_factory=PairsParams)
+    validate: ValidateParams = field(default_factory=ValidateParams)
+    train: TrainParams = field(default_factory=TrainParams)
+    evaluate: EvaluateParams = field(default_factory=EvaluateParams)
+    promote: PromoteParams = field(default_factory=PromoteParams)
+    flow: FlowParams = field(default_factory=FlowParams)
 
 
 T = TypeVar("T")
-
-
-def add_config_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options every stage command shares: which params.yaml, and which data root."""
-    parser.add_argument(
-        "--params",
-        type=Path,
-        default=PARAMS_FILE,
-        help="params.yaml to read; default: %(default)s",
-    )
-    parser.add_argument(
-        "--root",
-        type=Path,
-        default=Path("."),
-        help="root the data/, models/, metrics/ and reports/ folders live in; default: %(default)s",
-    )
 
 
 def load_params(path: Path = PARAMS_FILE) -> Params:

@@ -56,6 +56,20 @@ def read_json(path: Path) -> Any:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+def read_json_or_none(path: Path) -> Any:
+    """The JSON value in ``path``, or None when the file is missing or unreadable."""
+    try:
+        return read_json(path)
+    except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
+        return None
+
+
+def read_json_object(path: Path) -> dict[str, Any]:
+    """The JSON object in ``path``; empty when the file is missing, unreadable or not one."""
+    value = read_json_or_none(path)
+    return value if isinstance(value, dict) else {}
+
+
 def write_parquet(path: Path, frame: pd.DataFrame) -> None:
     with atomic_output(path, "wb") as handle:
         frame.to_parquet(handle, index=False)

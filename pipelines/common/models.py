@@ -24,16 +24,13 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pipelines.common.paths import Paths
+from pipelines.common.paths import MODEL_METADATA_FILE
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
 OFFLINE_MINILM = "offline-minilm"
 """``train.base_model`` value for the bundled all-MiniLM-L6-v2 (384 dimensions, mean pooling)."""
-
-METADATA_FILE = "mathembed.json"
-"""Written beside a trained model: fingerprint, base model, params, data hash, time."""
 
 Pooling = Literal["cls", "mean"]
 
@@ -43,7 +40,7 @@ Pooling = Literal["cls", "mean"]
 _NOT_FINGERPRINTED = frozenset(
     {
         "README.md",
-        METADATA_FILE,
+        MODEL_METADATA_FILE,
         "optimizer.pt",
         "scheduler.pt",
         "scaler.pt",
@@ -67,16 +64,6 @@ _VOLATILE_JSON_KEYS = frozenset(
 
 class ModelLoadError(RuntimeError):
     """A base model could not be loaded; the message names it, where it looked and the fix."""
-
-
-def candidate_dir(paths: Paths) -> Path:
-    """The freshly trained model (sentence-transformers format + ``mathembed.json``)."""
-    return paths.root / "models" / "candidate"
-
-
-def checkpoints_dir(paths: Paths) -> Path:
-    """Per-epoch training checkpoints; a killed run resumes from the newest."""
-    return paths.root / "models" / "checkpoints"
 
 
 def resolve_model_source(name_or_path: str) -> str:

@@ -100,6 +100,11 @@ class Paths:
         return self.reports / "data_quality"
 
     @property
+    def gx(self) -> Path:
+        """The file-backed Great Expectations context (suites and checkpoints in git)."""
+        return self.root / "gx"
+
+    @property
     def mlflow_store(self) -> Path:
         """The local MLflow store, and the promotion lock however MLflow is reached."""
         return self.root / "mlruns"

@@ -13,7 +13,6 @@ Tests use :func:`running` (a context manager that always stops what it started).
 
 from __future__ import annotations
 
-import argparse
 import os
 import signal
 import socket
@@ -272,39 +271,3 @@ def _terminate_group(pid: int, grace_seconds: float = 10.0) -> None:
         time.sleep(0.1)
     if _pid_alive(pid):
         os.killpg(pid, signal.SIGKILL)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m pipelines.services",
-        description=(
-            "Start or stop the local real services on 127.0.0.1: moto S3 (DVC remote 's3', "
-            "MLflow artifacts), an MLflow tracking server, a Prefect server. "
-            "After `up`, `source <folder>/env.sh` points mathembed at them."
-        ),
-    )
-    parser.add_argument("command", choices=["up", "down"])
-    parser.add_argument("--folder", type=Path, default=Path(".services"))
-    defaults = Ports()
-    parser.add_argument("--s3-port", type=int, default=defaults.s3)
-    parser.add_argument("--mlflow-port", type=int, default=defaults.mlflow)
-    parser.add_argument("--prefect-port", type=int, default=defaults.prefect)
-    args = parser.parse_args(argv)
-    if args.command == "down":
-        stopped = stop(args.folder)
-        print(f"stopped: {', '.join(stopped) if stopped else 'nothing was running'}")
-        return 0
-    try:
-        services = start(args.folder, Ports(args.s3_port, args.mlflow_port, args.prefect_port))
-    except ServiceError as error:
-        print(f"services: {error}", file=sys.stderr)
-        return 1
-    print(f"S3 (moto)  {services.s3_url}  buckets {DVC_BUCKET}, {MLFLOW_BUCKET}")
-    print(f"MLflow     {services.mlflow_url}")
-    print(f"Prefect    {services.prefect_api_url.removesuffix('/api')}")
-    print(f"logs in {args.folder}/; use them with: source {args.folder}/env.sh")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,15 +1,13 @@
 """Print what the pipeline produced: each stage's counts, the evaluation and the decision.
 
-``python -m pipelines.summary`` (run by ``make repro`` and ``make demo``) reads the
+``mathembed summary`` (run by ``make repro`` and ``make demo``) reads the
 stages' metrics files under ``metrics/`` and says where the outputs and reports are.
 It changes nothing.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-from pathlib import Path
 from typing import Any
 
 from pipelines.common.paths import Paths
@@ -67,7 +65,7 @@ HEADLINE_METRICS = ("mrr@10", "ndcg@10")
 def _evaluation_lines(paths: Paths) -> list[str]:
     """Candidate vs base at the primary dimension, and the last promotion decision."""
     lines = []
-    evaluation_file = paths.metrics / "eval.json"
+    evaluation_file = paths.metric_file("eval")
     if evaluation_file.is_file():
         evaluation = json.loads(evaluation_file.read_text(encoding="utf-8"))
         dim = f"dim_{evaluation['primary_dim']}"
@@ -80,7 +78,7 @@ def _evaluation_lines(paths: Paths) -> list[str]:
             f"{evaluation['corpus_size']} passages, dim {evaluation['primary_dim']}: {scores}; "
             "figures: reports/eval/*.png"
         )
-    promotion_file = paths.metrics / "promotion.json"
+    promotion_file = paths.metric_file("promotion")
     if promotion_file.is_file():
         promotion = json.loads(promotion_file.read_text(encoding="utf-8"))
         outcome = "promoted to @champion" if promotion["promoted"] else "kept as @challenger"
@@ -89,15 +87,3 @@ def _evaluation_lines(paths: Paths) -> list[str]:
             f"{promotion['reason']} (p={promotion['p_value']})"
         )
     return lines
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pipelines.summary", description=__doc__)
-    parser.add_argument("--root", type=Path, default=Path("."), help="repository root")
-    args = parser.parse_args(argv)
-    print(render(Paths(args.root)))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

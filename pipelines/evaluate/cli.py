@@ -1,17 +1,87 @@
-"""``mathembed evaluate``: forwarded to the module's argparse ``main``."""
+"""``mathembed evaluate``: score the candidate against its base model on the held-out queries."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+from typing import Annotated
+
 import typer
 
-from pipelines.common.cli import forward
+from pipelines.common.cli import (
+    DEFAULT_PARAMS,
+    DEFAULT_ROOT,
+    ParamsOption,
+    RootOption,
+    command_errors,
+)
+
+
+def evaluate(
+    params: ParamsOption = DEFAULT_PARAMS,
+    root: RootOption = DEFAULT_ROOT,
+    candidate: Annotated[
+        Path | None,
+        typer.Option(
+            "--candidate", help="Model folder to score instead of <root>/models/candidate."
+        ),
+    ] = None,
+    no_figures: Annotated[
+        bool,
+        typer.Option(
+            "--no-figures",
+            help="Skip the PNG figures in reports/eval/ (the CSV plot data is still written).",
+        ),
+    ] = False,
+) -> None:
+    """Score candidate and base model on held-out queries.
+
+    Scores models/candidate/ against its base model on the validated held-out queries
+    (data/validated/{chunks,queries,qrels}.parquet) at every Matryoshka dimension; writes
+    metrics/eval.json, metrics/eval_per_query.parquet and reports/eval/.
+    """
+    from pipelines.common.config import load_params
+    from pipelines.common.models import ModelLoadError
+    from pipelines.common.paths import Paths
+    from pipelines.evaluate.reports import headline_metrics
+    from pipelines.evaluate.scoring import dim_key
+    from pipelines.evaluate.sources import (
+        BaseModelSpec,
+        base_spec_from_metadata,
+        read_model_metadata,
+    )
+    from pipelines.evaluate.stage import EvalOutputs, run_evaluate
+
+    paths = Paths(root)
+    candidate_dir = candidate or paths.candidate
+    with command_errors("evaluate", bad_input=(FileNotFoundError, ValueError, ModelLoadError)):
+        loaded = load_params(params)
+        # The base is the model the candidate was fine-tuned from, as train recorded it;
+        # params.yaml's train section only stands in when the candidate did not record one.
+        recorded = base_spec_from_metadata(read_model_metadata(candidate_dir))
+        train = loaded.train
+        report = run_evaluate(
+            loaded.evaluate,
+            paths,
+            candidate_dir=candidate_dir,
+            base_model=recorded
+            or BaseModelSpec(train.base_model, train.pooling, train.max_seq_length),
+            outputs=EvalOutputs.default(paths, figures=not no_figures),
+            progress=sys.stderr.isatty(),
+        )
+    summary = report.summary
+    dim = dim_key(summary["primary_dim"])
+    headline = headline_metrics(summary["ks"])
+    parts = [
+        f"{model} " + " ".join(f"{m}={summary[model][dim][m]:.4f}" for m in headline)
+        for model in summary["models"]
+        if dim in summary.get(model, {})
+    ]
+    typer.echo(
+        f"evaluate: {summary['n_queries']} queries, {summary['corpus_size']} passages, "
+        f"dims {summary['dims']}; at {summary['primary_dim']}: " + "; ".join(parts)
+    )
 
 
 def register(app: typer.Typer) -> None:
-    forward(
-        app,
-        "evaluate",
-        "pipelines.evaluate.stage",
-        (),
-        "Score candidate and base model on held-out queries.",
-    )
+    app.command("evaluate")(evaluate)

@@ -1,17 +1,51 @@
-"""``mathembed graph``: forwarded to the module's argparse ``main``."""
+"""``mathembed graph``: build the knowledge graph of concepts and relations."""
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
-from pipelines.common.cli import forward
+from pipelines.common.cli import (
+    DEFAULT_PARAMS,
+    DEFAULT_ROOT,
+    ParamsOption,
+    RootOption,
+    command_errors,
+)
+
+WorkersOption = Annotated[
+    int | None,
+    typer.Option(
+        "--workers",
+        help="Processes for the per-paper work (default: one per CPU; 1 = no pool).",
+    ),
+]
+
+
+def graph(
+    params: ParamsOption = DEFAULT_PARAMS,
+    root: RootOption = DEFAULT_ROOT,
+    workers: WorkersOption = None,
+) -> None:
+    """Extract the knowledge graph of concepts and relations.
+
+    Reads data/processed; writes data/graph/{concepts,edges,mentions}.parquet
+    and the counts to metrics/graph.json. The per-paper work is cached in
+    data/cache/graph/ and reused while the paper, the code and the params stay.
+    """
+    from pipelines.common.config import load_params
+    from pipelines.common.paths import Paths
+    from pipelines.graph.llm import LLMError
+    from pipelines.graph.stage import run_graph
+
+    with command_errors("graph", bad_input=(FileNotFoundError, ValueError, LLMError)):
+        report = run_graph(load_params(params).graph, Paths(root), workers=workers)
+    typer.echo(
+        f"graph: {report.papers} papers -> {report.concepts} concepts, {report.edges} edges, "
+        f"{report.mentions} mentions ({report.papers_skipped} papers skipped)"
+    )
 
 
 def register(app: typer.Typer) -> None:
-    forward(
-        app,
-        "graph",
-        "pipelines.graph.stage",
-        (),
-        "Extract the knowledge graph of concepts and relations.",
-    )
+    app.command("graph")(graph)

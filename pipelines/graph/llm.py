@@ -1,6 +1,6 @@
 """The optional LLM extractor: concepts and relations from an OpenAI-compatible chat endpoint.
 
-Same interface as the rule-based extractor (:class:`~pipelines.graph.rules.Extractor`).
+Same interface as the rule-based extractor (:class:`~pipelines.graph.extractor.Extractor`).
 For each paper it sends the title and the first two and last two chunks (introduction
 and conclusion, where papers say what they are about) to ``{llm_url}/chat/completions``
 and asks for one JSON object ``{"concepts": [...], "relations": [...]}``.
@@ -30,17 +30,14 @@ from typing import Any
 import requests
 
 from pipelines.common import io
-from pipelines.graph.rules import (
-    CONCEPT_TYPES,
-    RELATIONS,
+from pipelines.common.names import clean_term
+from pipelines.common.tables import CONCEPT_TYPES, RELATIONS, ConceptType, Relation
+from pipelines.graph.extractor import (
     Chunk,
     ConceptCandidate,
-    ConceptType,
     Extraction,
     PaperDocument,
-    Relation,
     RelationCandidate,
-    clean_term,
 )
 
 SYSTEM_PROMPT = (

@@ -1,8 +1,7 @@
-"""The extractor interface and the default, rule-based, offline extractor.
+"""The default extractor: rules over cleaned text, offline and deterministic.
 
-An :class:`Extractor` reads one paper (:class:`PaperDocument`) and proposes concepts and
-relations between them (:class:`Extraction`). :class:`RulesExtractor`, the default, reads
-cleaned text (``$…$`` math, no LaTeX formatting) and finds:
+:class:`RulesExtractor` reads one paper (:class:`~pipelines.graph.extractor.PaperDocument`)
+as cleaned text (``$…$`` math, no LaTeX formatting) and finds:
 
 * defined terms: the name of a definition statement (``\\begin{definition}[Durfee
   square]``), and in any text "we call X a *T*", "X is called *T*", "a *Y* is said to be
@@ -12,125 +11,43 @@ cleaned text (``$…$`` math, no LaTeX formatting) and finds:
   definition "It is also known as *A*";
 * named statements: ``\\begin{theorem}[Rogers–Ramanujan identities]`` -> a concept typed
   from its head noun (identity, theorem, conjecture, technique) or from the statement
-  kind; a bare proper name gets the kind appended ("Euler" -> "Euler's theorem");
+  kind; a bare proper name gets the kind appended ("Euler" -> "Euler's theorem", by
+  :func:`~pipelines.common.names.statement_concept_name`);
 * keywords: a "Keywords:" / "Key words and phrases:" line in the abstract or a chunk.
 
 arXiv categories are not turned into concepts: "math.CO" names a field, not a concept a
 passage can be retrieved for, and every paper has one, so it would only add noise pairs.
 
-The corpus-level rules live here too, because they need every paper's concepts first:
-relation patterns ("X generalizes Y", "Y is a special case of X", "X is a Y", "X implies
-Y", "Y follows from X") read from text in :func:`match_form`, between concept mentions that
-:class:`~pipelines.common.names.SurfaceMatcher` found. :mod:`pipelines.graph` adds the
-definitional-dependency (``uses``) and co-occurrence (``related_to``) edges.
+The short descriptions of concepts (:func:`description_from`) are made here too. The
+corpus-level rules, which need every paper's concepts first (relations stated between
+mentions), are in :mod:`pipelines.graph.scan`.
 """
 
 from __future__ import annotations
 
 import bisect
-import functools
-import itertools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol, get_args
 
 from pipelines.common.names import (
-    BARRIER,
-    Mention,
-    head_index,
+    INLINE_MATH,
+    clean_statement_name,
+    clean_term,
     match_form,
-    normalise_name,
+    statement_concept_name,
     surface_forms,
-    word_set,
+    type_from_head,
     words_of,
 )
-
-ConceptType = Literal[
-    "object", "theorem", "definition", "technique", "identity", "conjecture", "other"
-]
-Relation = Literal["generalizes", "uses", "is_instance_of", "implies", "related_to"]
-Evidence = Literal["definition", "statement", "keyword", "text"]
-CONCEPT_TYPES: tuple[str, ...] = get_args(ConceptType)
-RELATIONS: tuple[str, ...] = get_args(Relation)
-EVIDENCE_ORDER: tuple[str, ...] = get_args(Evidence)  # strongest first
-
-
-# -- the interface --------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Chunk:
-    chunk_id: str
-    text: str
-
-
-@dataclass(frozen=True)
-class Statement:
-    statement_id: str
-    kind: str
-    name: str
-    text: str
-
-
-@dataclass(frozen=True)
-class PaperDocument:
-    """One paper as the extractors see it: metadata, chunks and statements in order."""
-
-    paper_id: str
-    title: str
-    abstract: str
-    categories: tuple[str, ...] = ()
-    chunks: tuple[Chunk, ...] = ()
-    statements: tuple[Statement, ...] = ()
-
-
-@dataclass(frozen=True)
-class ConceptCandidate:
-    """A concept as one paper names it; :mod:`pipelines.graph` merges them by key."""
-
-    display_name: str
-    type: ConceptType
-    evidence: Evidence
-    description: str = ""
-    aliases: tuple[str, ...] = ()
-    # Text that defines the concept: the other concepts it mentions become `uses` edges.
-    defining_text: str = ""
-    # The chunk the concept was found in, when known: it gets a mention with `evidence`
-    # even when the name itself is not written there (a definition's name is in its
-    # header, which cleaning removed).
-    chunk_id: str = ""
-
-    @property
-    def key(self) -> str:
-        return normalise_name(self.display_name)
-
-
-@dataclass(frozen=True)
-class RelationCandidate:
-    """A relation between two concepts, by name as written; resolved to keys later."""
-
-    source: str
-    target: str
-    relation: Relation
-
-
-@dataclass(frozen=True)
-class Extraction:
-    paper_id: str
-    concepts: tuple[ConceptCandidate, ...] = ()
-    relations: tuple[RelationCandidate, ...] = ()
-    # Why the paper contributed nothing, when an extractor had to give up on it.
-    skipped_reason: str = ""
-
-
-class Extractor(Protocol):
-    """Proposes concepts and relations for one paper at a time."""
-
-    name: str
-
-    def extract(self, paper: PaperDocument) -> Extraction: ...
-
+from pipelines.common.tables import STATEMENT_KINDS, ConceptType
+from pipelines.graph.extractor import (
+    Chunk,
+    ConceptCandidate,
+    Extraction,
+    PaperDocument,
+    Statement,
+)
 
 # -- terms ----------------------------------------------------------------------------
 
@@ -167,7 +84,6 @@ _TERM_END = (
 # such phrase of the sentence: the subject is often a noun phrase with articles of its
 # own ("we call a $q$-series of the kind introduced by Ramanujan a mock theta function").
 _CLAUSE_END = r"(?=\s*(?:[,.;:)]|\$|$|\b(?:if|iff|when|whenever|provided|whose|of)\b))"
-_MATH = r"\$[^$\n]{1,60}\$"
 _ARTICLE = r"(?:[Tt]he|[Aa]n?)"
 
 _WE_CALL = re.compile(
@@ -178,11 +94,11 @@ _IS_CALLED = re.compile(
     rf"\b(?:is|are) (?:then |also )?called (?:an? |the )?(?P<term>{_TERM}){_TERM_END}"
 )
 _SAID_TO_BE = re.compile(
-    rf"\b{_ARTICLE} (?P<kind>{_TERM})(?: {_MATH})? (?:is|are) said to be "
+    rf"\b{_ARTICLE} (?P<kind>{_TERM})(?: {INLINE_MATH})? (?:is|are) said to be "
     rf"(?:(?P<article>an?) )?(?P<term>{_TERM}){_TERM_END}"
 )
 _WE_SAY = re.compile(
-    rf"\b[Ww]e say that {_ARTICLE} (?P<kind>{_TERM})(?: {_MATH})? is "
+    rf"\b[Ww]e say that {_ARTICLE} (?P<kind>{_TERM})(?: {INLINE_MATH})? is "
     rf"(?:(?P<article>an?) )?(?P<term>{_TERM})(?= if\b| when\b| whenever\b| provided\b)"
 )
 _WE_DEFINE = re.compile(
@@ -193,11 +109,11 @@ _WE_DEFINE = re.compile(
 # definition statement "The ..." counts too; in running text only the indefinite form,
 # because "The proof is ..." is not a definition.
 _OPENING_DEFINITION = re.compile(
-    rf"(?:^|(?<=[.:!?])\s+){_ARTICLE} (?P<term>{_TERM})(?: {_MATH})?"
+    rf"(?:^|(?<=[.:!?])\s+){_ARTICLE} (?P<term>{_TERM})(?: {INLINE_MATH})?"
     rf"(?: of [^.]{{0,80}}?)? (?:is|are) (?:an?|the|defined|any)\b"
 )
 _OPENING_TEXT = re.compile(
-    rf"(?:^|(?<=[.!?])\s+)An? (?P<term>{_TERM})(?: {_MATH})?"
+    rf"(?:^|(?<=[.!?])\s+)An? (?P<term>{_TERM})(?: {INLINE_MATH})?"
     rf"(?: of [^.]{{0,60}}?)? is (?:an?|the|defined)\b"
 )
 _DEFINITION_HEADER = re.compile(r"\bDefinition(?: \d+(?:\.\d+)*)? \((?P<term>[^()$]{3,60})\)")
@@ -213,7 +129,7 @@ _PRONOUN_ALIAS = re.compile(
 # Both ends of a stated relation are concepts worth knowing even when nothing defines
 # them ("The $q$-binomial coefficient generalizes the binomial coefficient").
 _RELATION_PHRASE = re.compile(
-    rf"(?:^|(?<=[.:;!?])\s+|\b{_ARTICLE} )(?P<term>{_TERM})(?: {_MATH})? "
+    rf"(?:^|(?<=[.:;!?])\s+|\b{_ARTICLE} )(?P<term>{_TERM})(?: {INLINE_MATH})? "
     r"(?:generali[sz]es|(?:is|are) (?:an? |the )?(?:common |natural )?generali[sz]ations? of"
     r"|(?:is|are) (?:an? |the )?(?:special|particular) cases? of|follows? from|implies|imply) "
     rf"(?:the |an? )?(?P<other>{_TERM}){_TERM_END}"
@@ -222,113 +138,6 @@ _KEYWORDS = re.compile(
     r"\b(?:Key ?words(?: and phrases)?|Keywords)\s*[:.]\s*(?P<list>[^\n]{1,400}?)(?:\.\s|\.?$|\n)",
     re.IGNORECASE,
 )
-
-# A term made only of these is not a concept anyone searches for.
-GENERIC_WORDS = word_set(
-    """result main theorem lemma proposition corollary definition conjecture claim remark
-    example proof case following above below condition property notation set function map
-    number integer element object sequence way method approach paper section problem
-    question answer statement formula identity equation relation expression term quantity
-    value variable parameter constant fact note observation construction argument step part
-    form new first second third last other same general special previous next well known
-    simple standard usual certain given key technical basic useful important classical
-    natural preliminary auxiliary one two three thing point name assumption hypothesis
-    situation idea analogue analog version generalization generalisation consequence
-    application extension pair sum product series coefficient induction kind type sort
-    factor ratio space positive negative nonnegative non box"""
-)
-
-_HEAD_TYPES: dict[str, ConceptType] = {
-    **dict.fromkeys(
-        word_set("theorem lemma principle inequality criterion law bound estimate rule congruence"),
-        "theorem",
-    ),
-    **dict.fromkeys(word_set("identity formula product expansion transformation"), "identity"),
-    **dict.fromkeys(word_set("conjecture hypothesis"), "conjecture"),
-    **dict.fromkeys(
-        word_set(
-            """method technique trick argument algorithm sieve bijection construction insertion
-            correspondence involution"""
-        ),
-        "technique",
-    ),
-}
-_KIND_SUFFIX = {"lemma": "lemma", "conjecture": "conjecture"}
-STATEMENT_KINDS = frozenset(
-    {"theorem", "lemma", "proposition", "corollary", "definition", "conjecture"}
-)
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def clean_term(raw: str) -> str | None:
-    """A candidate term trimmed of articles and stray math, or None when it is no concept."""
-    term = " ".join(raw.replace("\n", " ").split()).strip(" ,.;:()[]{}'\"")
-    term = re.sub(r"^(?:the|an?)\s+", "", term, flags=re.IGNORECASE)
-    # Standalone math around the words goes ("$\\lambda$ a strict partition"); math
-    # hyphenated onto a word stays ("$q$-binomial coefficient").
-    term = re.sub(rf"^(?:{_MATH}\s+)+|(?:\s+{_MATH})+$", "", term).strip()
-    if not term or len(term) > 80 or "$$" in term:
-        return None
-    words = words_of(term)
-    if not 1 <= len(words) <= 6:
-        return None
-    if not any(len(word) >= 3 for word in words_of(re.sub(_MATH, " ", term))):
-        return None  # only math ("$H_n(X;\\mathbb{Z})$"), or math and a letter
-    if any(word.isdigit() for word in words):
-        return None
-    if not any(len(word) >= 3 and word.isalpha() for word in words):
-        return None
-    if all(word in GENERIC_WORDS for word in normalise_name(term).split()):
-        return None
-    return term
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def type_from_head(display_name: str, default: ConceptType) -> ConceptType:
-    """The type a concept's head noun implies ("... identity" -> identity), else ``default``."""
-    words = normalise_name(display_name).split()
-    if not words:
-        return default
-    return _HEAD_TYPES.get(words[head_index(words)], default)
-
-
-_CITATION = re.compile(r"\[(?:cite|ref)\]|\b(?:see|cf)\b\.?", re.IGNORECASE)
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def clean_statement_name(name: str) -> str | None:
-    """The concept part of a statement's optional name; None when it is only a reference.
-
-    Prepare writes ``\\cite`` as "[cite]": "Andrews [cite]" -> "Andrews", and a reference
-    after the name goes ("Stirling's formula, [cite][Chapter 1.8]"); a name with a number
-    left ("Theorem 3.1 of [5]") is numbering, not a concept.
-    """
-    name = _CITATION.sub(" ", name).split("[", 1)[0]  # "..., [Chapter 1.8]" goes too
-    if re.search(r"[\]]|\d", name):
-        return None
-    return clean_term(name)
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def statement_concept_name(kind: str, name: str) -> str | None:
-    """The concept a named statement states, as a display name, or None.
-
-    "Rogers–Ramanujan identities" stays as it is (its head noun says what it is); a bare
-    name gets the statement kind: "Euler" -> "Euler's theorem", "Rogers–Ramanujan" (a
-    lemma) -> "Rogers–Ramanujan lemma". Definitions name the defined term itself.
-    """
-    term = clean_statement_name(name)
-    if term is None:
-        return None
-    if kind == "definition":
-        return term
-    words = normalise_name(term).split()
-    if words[head_index(words)] in _HEAD_TYPES:
-        return term
-    suffix = _KIND_SUFFIX.get(kind, "theorem")
-    if len(words) == 1 and term[:1].isupper():
-        return f"{term}'s {suffix}"
-    return f"{term} {suffix}"
 
 
 # -- descriptions ---------------------------------------------------------------------
@@ -611,69 +420,3 @@ def _clean_aliases(raw_aliases: Iterable[str]) -> tuple[str, ...]:
 
 def _describe_by(sentence: str) -> str:
     return _shorten(sentence) if is_definitional(sentence) else ""
-
-
-# -- relation patterns (corpus level) -------------------------------------------------
-
-# In match form: lower-case words, single spaces, "|" at sentence ends.
-# Searched for in the words between two consecutive mentions (match form: lower-case
-# words, single spaces, "|" at sentence ends).
-_RELATION_TRIGGERS = re.compile(
-    r"(?<![a-z0-9])(?:"
-    r"(?P<generalizes_backward>(?:is|are) (?:a |an |the )?(?:special|particular) cases? of"
-    r"|(?:is|are) (?:a |an )?speciali[sz]ations? of|(?:is|are) (?:a |an )?restrictions? of)"
-    r"|(?P<generalizes_forward>(?:is|are) (?:a |an |the )?(?:common |natural )?"
-    r"generali[sz]ations? of|(?:is|are) (?:an? )?extensions? of|generali[sz]es|generali[sz]e"
-    r"|speciali[sz]es to|reduces to)"
-    r"|(?P<implies_backward>follows? (?:directly |immediately |easily )?from"
-    r"|(?:is|are) implied by)"
-    r"|(?P<implies_forward>implies|imply)"
-    r"|(?P<instance>(?:is|are) (?:an? )?(?:examples?|instances?|kinds?|types?) of)"
-    r"|(?P<instance_adjacent>is an?|are)"
-    r")(?![a-z0-9])"
-)
-_NEGATIONS = frozenset({"not", "never", "no", "cannot", "neither", "nor"})
-_MAX_GAP_WORDS = 2
-# The longest trigger plus two words each side, generously.
-_MAX_GAP_CHARS = 90
-
-
-def _gap_ok(gap: str, max_words: int) -> bool:
-    words = gap.split()
-    return len(words) <= max_words and BARRIER not in words and not _NEGATIONS & set(words)
-
-
-def find_relations(text: str, mentions: Sequence[Mention]) -> list[tuple[str, str, Relation]]:
-    """Relations stated in ``text`` (match form) between the concepts in ``mentions``.
-
-    A pattern counts when it stands between two consecutive mentions with at most two
-    other words on either side, no sentence end and no negation in between ("X does not
-    imply Y" is no edge). "X is a Y" is stricter (nothing else in between at all),
-    because "is a" is everywhere. Returns ``(source, target, relation)`` with the
-    relation's direction applied.
-    """
-    relations: list[tuple[str, str, Relation]] = []
-    for left, right in itertools.pairwise(mentions):
-        if left.key == right.key or right.start - left.end > _MAX_GAP_CHARS:
-            continue
-        gap = text[left.end : right.start]
-        trigger = _RELATION_TRIGGERS.search(gap)
-        if trigger is None:
-            continue
-        kind = trigger.lastgroup
-        max_gap = 0 if kind == "instance_adjacent" else _MAX_GAP_WORDS
-        if not (
-            _gap_ok(gap[: trigger.start()], max_gap) and _gap_ok(gap[trigger.end() :], max_gap)
-        ):
-            continue
-        if kind == "generalizes_forward":
-            relations.append((left.key, right.key, "generalizes"))
-        elif kind == "generalizes_backward":
-            relations.append((right.key, left.key, "generalizes"))
-        elif kind == "implies_forward":
-            relations.append((left.key, right.key, "implies"))
-        elif kind == "implies_backward":
-            relations.append((right.key, left.key, "implies"))
-        else:
-            relations.append((left.key, right.key, "is_instance_of"))
-    return relations

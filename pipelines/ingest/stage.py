@@ -17,9 +17,7 @@ quarantined, written to ``metrics/ingest.json``.
 
 from __future__ import annotations
 
-import argparse
 import logging
-import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -29,7 +27,7 @@ from typing import Any, Literal
 from tqdm import tqdm  # type: ignore[import-untyped]  # no stubs pinned (types-tqdm)
 
 from pipelines.common import io
-from pipelines.common.config import ConfigError, IngestParams, add_config_arguments, load_params
+from pipelines.common.config import ConfigError, IngestParams
 from pipelines.common.paths import Paths
 from pipelines.ingest.arxiv.archive import (
     AbstractOnly,
@@ -45,6 +43,7 @@ from pipelines.ingest.arxiv.atom import (
     parse_timestamp,
 )
 from pipelines.ingest.arxiv.client import ArxivClient, ArxivError, Eprint
+from pipelines.ingest.sample.manifest import ENTRIES_FILE
 
 logger = logging.getLogger(__name__)
 
@@ -411,7 +410,7 @@ def run_ingest(
             report.listing_complete = False
 
     report.watermark_after = run.watermark
-    io.write_json(paths.metrics / f"{STAGE}.json", report.metrics())
+    io.write_json(paths.metric_file(STAGE), report.metrics())
     if listing_error is not None:
         raise listing_error
     return report
@@ -422,56 +421,16 @@ def _progress_bar(enabled: bool) -> Any:
     return tqdm(total=None, unit="paper", desc=STAGE, disable=None if enabled else True)
 
 
-# -- command line ---------------------------------------------------------------------
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m pipelines.ingest",
-        description=(
-            "Harvest new arXiv math papers into data/raw/ (append-only). With "
-            "ingest.source 'sample' the generated mirror in data/mirror/ is served on "
-            "127.0.0.1 and read through the same client; with 'arxiv' the live API at "
-            "ingest.base_url is used (set MATHEMBED_CONTACT_EMAIL first)."
-        ),
-    )
-    add_config_arguments(parser)
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-
-    try:
-        params = load_params(args.params).ingest
-    except ConfigError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    paths = Paths(args.root)
-    try:
-        report = _run_from_source(params, paths, progress=not args.no_progress)
-    except (ConfigError, FileNotFoundError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    except ArxivError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    metrics = report.metrics()
-    print(
-        f"ingest: listed {metrics['listed']}, fetched {metrics['fetched']} "
-        f"({metrics['tex']} tex, {metrics['abstract_only']} abstract-only), "
-        f"withdrawn {metrics['withdrawn']}, skipped {metrics['skipped']}, "
-        f"quarantined {metrics['quarantined']}; watermark {metrics['watermark']}"
-    )
-    return 0
-
-
-def _run_from_source(params: IngestParams, paths: Paths, *, progress: bool) -> IngestReport:
+def run_from_source(params: IngestParams, paths: Paths, *, progress: bool) -> IngestReport:
+    """Run :func:`run_ingest` against ``ingest.source``: the live arXiv API, or the sample
+    mirror served on 127.0.0.1 for the length of the run."""
     if params.source == "arxiv":
         with ArxivClient.from_params(params) as client:
             return run_ingest(params, paths, client=client, progress=progress)
-    if not (paths.mirror / "entries.jsonl").is_file():
+    if not (paths.mirror / ENTRIES_FILE).is_file():
         raise FileNotFoundError(
-            f"the sample mirror {paths.mirror} is missing (no entries.jsonl); "
-            "run python -m pipelines.sample first"
+            f"the sample mirror {paths.mirror} is missing (no {ENTRIES_FILE}); "
+            "run mathembed sample first"
         )
     # Imported here: only the sample source needs the mirror server.
     from pipelines.ingest.sample.server import MirrorServer
@@ -482,7 +441,3 @@ def _run_from_source(params: IngestParams, paths: Paths, *, progress: bool) -> I
         ArxivClient.from_params(params, base_url=server.base_url, delay_seconds=0.0) as client,
     ):
         return run_ingest(params, paths, client=client, progress=progress)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -64,7 +64,12 @@ import pandas as pd
 
 from pipelines.common import io
 from pipelines.common.config import PairsParams
-from pipelines.common.names import SurfaceMatcher, match_form, normalise_name
+from pipelines.common.names import (
+    SurfaceMatcher,
+    match_form,
+    normalise_name,
+    statement_concept_name,
+)
 from pipelines.common.paths import Paths
 from pipelines.common.tables import (
     EVIDENCE_ORDER,
@@ -76,7 +81,6 @@ from pipelines.common.tables import (
     TABLES,
     write_table,
 )
-from pipelines.graph.rules import statement_concept_name
 
 PAIR_COLUMNS = PAIRS_SCHEMA.names
 QUERY_COLUMNS = QUERIES_SCHEMA.names

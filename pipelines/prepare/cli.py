@@ -1,17 +1,48 @@
-"""``mathembed prepare``: forwarded to the module's argparse ``main``."""
+"""``mathembed prepare``: clean the raw store's LaTeX into passages and statements."""
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
-from pipelines.common.cli import forward
+from pipelines.common.cli import (
+    DEFAULT_PARAMS,
+    DEFAULT_ROOT,
+    ParamsOption,
+    RootOption,
+    command_errors,
+)
+
+WorkersOption = Annotated[
+    int | None,
+    typer.Option("--workers", help="Processes for cleaning (default: one per CPU; 1 = no pool)."),
+]
+
+
+def prepare(
+    params: ParamsOption = DEFAULT_PARAMS,
+    root: RootOption = DEFAULT_ROOT,
+    workers: WorkersOption = None,
+) -> None:
+    """Clean LaTeX into passages and statements (Parquet).
+
+    Reads data/raw; writes data/processed/{papers,chunks,statements}.parquet and the counts
+    to metrics/prepare.json. Papers already prepared (same id, version and content hash,
+    same cleaner and knobs) are reused, not redone.
+    """
+    from pipelines.common.config import load_params
+    from pipelines.common.paths import Paths
+    from pipelines.prepare.stage import run_prepare
+
+    with command_errors("prepare"):
+        report = run_prepare(load_params(params).prepare, Paths(root), workers=workers)
+    typer.echo(
+        f"prepare: {report.papers_in} papers: {report.prepared} prepared, {report.reused} "
+        f"reused, {report.quarantined} quarantined, {report.withdrawn} withdrawn; "
+        f"{report.chunks} chunks, {report.statements} statements"
+    )
 
 
 def register(app: typer.Typer) -> None:
-    forward(
-        app,
-        "prepare",
-        "pipelines.prepare.stage",
-        (),
-        "Clean LaTeX into passages and statements (Parquet).",
-    )
+    app.command("prepare")(prepare)

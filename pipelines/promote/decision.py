@@ -2,7 +2,7 @@
 
 :func:`decide` compares the candidate's retrieval scores with the champion's (or, while
 there is no champion yet, the base model's) under the rule from ``params.yaml``
-(:class:`~pipelines.config.PromoteParams`):
+(:class:`~pipelines.common.config.PromoteParams`):
 
 * every metric in ``rule.metrics`` (default MRR@10 and NDCG@10) must be higher by more
   than ``rule.min_margin`` (default 0: strictly higher; a tie is not an improvement);
@@ -12,7 +12,7 @@ there is no champion yet, the base model's) under the rule from ``params.yaml``
 Both sides must have been scored on the same queries, in the same order: comparing means
 over different query sets says nothing about which model is better, so :func:`decide`
 refuses (:class:`QueryMismatchError`) instead. The registry shell
-(:mod:`pipelines.registry`) gathers the scores and acts on the :class:`Decision`.
+(:mod:`pipelines.promote.promotion`) gathers the scores and acts on the :class:`Decision`.
 
 :func:`decide_for_champion` covers the one case :func:`decide` cannot: the champion itself
 presented again on new evaluation data. It stays champion (a model compared with itself

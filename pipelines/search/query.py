@@ -5,15 +5,14 @@ This is how a researcher uses what the pipeline produced. :func:`search` loads
 resolved to a version once, so the model and its cache key cannot disagree if a promotion
 moves the alias meanwhile), embeds the validated corpus
 (``data/validated/chunks.parquet``; ``data/processed/`` before validation has run) once
-per model and corpus — through :class:`pipelines.embeddings.EmbeddingCache`, keyed by the
-version's model fingerprint and the corpus texts, the same entries the evaluate stage
-fills — and ranks it with ``metrics_rs.knn`` (cosine). Titles come from the papers table
-beside the chunks.
+per model and corpus — through :class:`pipelines.common.embeddings.EmbeddingCache`, keyed
+by the version's model fingerprint and the corpus texts, the same entries the evaluate
+stage fills — and ranks it with ``metrics_rs.knn`` (cosine). Titles come from the papers
+table beside the chunks.
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,17 +21,11 @@ import pandas as pd
 
 import metrics_rs
 from pipelines.common import io
-from pipelines.common.config import ConfigError, PromoteParams, add_config_arguments, load_params
+from pipelines.common.config import PromoteParams
+from pipelines.common.embeddings import EmbeddingCache, embed_cached, embed_texts
 from pipelines.common.paths import Paths
-from pipelines.promote.registry import (
-    CHAMPION,
-    NoChampionError,
-    PromotionError,
-    connect,
-    load_registered_model,
-    store_dir,
-    version_fingerprint,
-)
+from pipelines.promote.errors import NoChampionError
+from pipelines.promote.store import CHAMPION, connect, load_registered_model, version_fingerprint
 
 #: Texts per encode batch when the corpus is not cached yet.
 BATCH_SIZE = 64
@@ -51,20 +44,17 @@ class Hit:
 
 def corpus_dir(paths: Paths) -> Path:
     """The validated tables when validation has run, else the processed ones."""
-    validated = paths.root / "data" / "validated"
+    validated = paths.validated
     return validated if (validated / "chunks.parquet").is_file() else paths.processed
 
 
 def search(query: str, k: int, paths: Paths, promote: PromoteParams | None = None) -> list[Hit]:
     """The ``k`` passages most similar to ``query`` under the champion model, best first.
 
-    Raises :class:`pipelines.registry.NoChampionError` when nothing has been promoted,
+    Raises :class:`~pipelines.promote.errors.NoChampionError` when nothing has been promoted,
     ``FileNotFoundError`` when there is no corpus, ``ValueError`` for an empty query or
     ``k < 1``.
     """
-    from pipelines.common.embeddings import EmbeddingCache, embed_cached, embed_texts
-    from pipelines.evaluate.stage import embedding_cache_dir
-
     if not query.strip():
         raise ValueError("the query is empty; pass some text, e.g. mathembed search 'prime gaps'")
     if k < 1:
@@ -75,7 +65,7 @@ def search(query: str, k: int, paths: Paths, promote: PromoteParams | None = Non
     registry = connect(paths, promote, create=False)
     champion = registry.version_by_alias(CHAMPION) if registry is not None else None
     if registry is None or champion is None:
-        where = registry.uri if registry is not None else str(store_dir(paths))
+        where = registry.uri if registry is not None else str(paths.mlflow_store)
         raise NoChampionError(
             f"no @{CHAMPION} version of {promote.registered_model} in the registry ({where}); "
             "run the pipeline (`make repro` / `dvc repro`) and `mathembed promote` first"
@@ -86,7 +76,7 @@ def search(query: str, k: int, paths: Paths, promote: PromoteParams | None = Non
         model,
         texts,
         model_fingerprint=version_fingerprint(registry, champion),
-        cache=EmbeddingCache(embedding_cache_dir(paths)),
+        cache=EmbeddingCache(paths.embedding_cache),
         batch_size=BATCH_SIZE,
         progress=sys.stderr.isatty(),
     )
@@ -138,28 +128,3 @@ def format_hits(hits: list[Hit], *, width: int = 160) -> str:
         lines.append(f"{rank:>2}. {hit.score:.4f}  {hit.paper_id}  {hit.title}")
         lines.append(f"    [{hit.chunk_id}] {passage}")
     return "\n".join(lines)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m pipelines.search",
-        description=(
-            "Print the passages of the validated corpus closest to QUERY under the registry's "
-            "@champion model (models:/math-embed@champion), with paper id, title and score."
-        ),
-    )
-    parser.add_argument("query", help="what to look for, e.g. 'chromatic polynomial'")
-    parser.add_argument("-k", type=int, default=10, help="how many passages; default %(default)s")
-    add_config_arguments(parser)
-    args = parser.parse_args(argv)
-    try:
-        hits = search(args.query, args.k, Paths(args.root), load_params(args.params).promote)
-    except (PromotionError, ConfigError, FileNotFoundError, ValueError) as error:
-        print(f"search: {error}", file=sys.stderr)
-        return 1
-    print(format_hits(hits))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,17 +1,50 @@
-"""``mathembed validate``: forwarded to the module's argparse ``main``."""
+"""``mathembed validate``: check every table (blocking) and build the data-quality report."""
 
 from __future__ import annotations
 
 import typer
 
-from pipelines.common.cli import forward
+from pipelines.common.cli import (
+    DEFAULT_PARAMS,
+    DEFAULT_ROOT,
+    ParamsOption,
+    RootOption,
+    command_errors,
+)
+
+
+def validate(params: ParamsOption = DEFAULT_PARAMS, root: RootOption = DEFAULT_ROOT) -> None:
+    """Check every table (blocking); data-quality report.
+
+    Checks the pipeline's tables (data/processed, data/graph, data/training,
+    data/eval) against their schemas, each other and the no-leakage rules.
+    Structural failures stop with exit code 1; rows failing row-level checks go
+    to data/quarantine/<table>.parquet; the rest to data/validated/. Counts in
+    metrics/data_quality.json; the Great Expectations report in
+    reports/data_quality/.
+    """
+    from pipelines.common.config import load_params
+    from pipelines.common.paths import Paths
+    from pipelines.validate.stage import ValidationError, run_validate
+
+    bad_input = (ValidationError, FileNotFoundError, ValueError)
+    with command_errors("validate", bad_input):
+        report = run_validate(load_params(params).validate, Paths(root))
+    totals = report.metrics["totals"]
+    typer.echo(
+        f"validate: {len(report.tables)} tables, {totals['rows_in']} rows in, "
+        f"{totals['kept']} kept, {totals['quarantined']} quarantined"
+    )
+    for table, outcome in report.tables.items():
+        if outcome.quarantined:
+            reasons = ", ".join(f"{k} {v}" for k, v in outcome.quarantined_by_check.items())
+            typer.echo(
+                f"  {table}: {outcome.quarantined} of {outcome.rows_in} quarantined ({reasons})"
+            )
+    quality = report.quality_report
+    verdict = "all expectations met" if quality.success else "some expectations failed"
+    typer.echo(f"validate: data-quality report {quality.index_html} ({verdict})")
 
 
 def register(app: typer.Typer) -> None:
-    forward(
-        app,
-        "validate",
-        "pipelines.validate.stage",
-        (),
-        "Check every table (blocking); data-quality report.",
-    )
+    app.command("validate")(validate)

@@ -1,51 +1,55 @@
-"""The shape of every table the data pipeline writes: the one place it is defined.
+"""What the values of every table must be: one pandera model per table.
 
-One pandera :class:`~pandera.api.pandas.model.DataFrameModel` per table (papers, chunks,
-statements, concepts, edges, mentions, pairs, queries, qrels): column types, nullability,
-ranges, allowed values, arXiv id and version formats, ids that must be unique, and the
-consistency of the columns of one row (a chunk id spells its paper, version and index).
-:func:`table_schema` adds the checks whose bounds come from ``params.yaml`` (section
-``validate``: passage length, leftover LaTeX markup). :data:`REFERENCES` are the links
-between tables (every chunk's paper exists, both ends of an edge are concepts, ...).
+One :class:`~pandera.api.pandas.model.DataFrameModel` per table of the contract
+(:data:`pipelines.common.tables.TABLES`): column types, nullability, ranges, allowed
+values, arXiv id and version formats, ids that must be unique, and the consistency of the
+columns of one row (a chunk id spells its paper, version and index). :func:`table_schema`
+adds the checks whose bounds come from ``params.yaml`` (section ``validate``: passage
+length, leftover LaTeX markup). The links between tables are in
+:mod:`pipelines.validate.references`.
 
-The writers keep their own pyarrow write schemas (``pipelines.prepare.PAPERS_SCHEMA``,
-``pipelines.graph.CONCEPTS_SCHEMA``, ``pipelines.pairs.PAIRS_SCHEMA``, ...): those fix
-the Parquet column types, even of an empty table; the models here say what the values
-must be. The two must agree on the columns and their types: tests/test_schemas.py checks
-that each writer's schema reads back as something its model accepts, and
-tests/test_validate.py that the real outputs of the pipeline (``make repro``'s stages)
-validate.
+The contract's Arrow schemas fix the Parquet column types, even of an empty table; the
+models here say what the values must be, and take their allowed values from the
+contract. The two must agree on the columns and their types:
+tests/unit/validate/test_schemas.py checks that each table's Arrow schema reads back as
+something its model accepts, and tests/unit/validate/test_validate.py that the real
+outputs of the pipeline (``make repro``'s stages) validate.
 
 Every check has a name (``<column>:<check>`` for a column's, the bare name for a
 table-wide one). A check named in :data:`ROW_LEVEL_CHECKS` judges single rows that can be
 set aside without making the rest wrong (a passage too short, a duplicate id); every other
 failure is *structural*: the table as a whole is not what the contract says. What
-happens to each (stop or quarantine) is decided in :mod:`pipelines.validate`.
+happens to each (stop or quarantine) is decided in :mod:`pipelines.validate.stage`.
 
 All checks are vectorised (pandas ``str`` methods, which run on Arrow strings), except
 the list columns' item checks and the concept-name check, which call Python per row of
 the small tables they live in (papers, concepts, edges).
+
+Over 500 lines on purpose: the nine models read best side by side, as one contract.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pandera.pandas as pa
-import pyarrow  # type: ignore[import-untyped]  # pyarrow ships no type information
-import pyarrow.compute  # type: ignore[import-untyped]
 from pandera.typing import Series
 
 from pipelines.common.config import ValidateParams
 from pipelines.common.names import normalise_name
-from pipelines.graph.rules import CONCEPT_TYPES, EVIDENCE_ORDER, RELATIONS
-from pipelines.pairs.stage import PAIR_KINDS, SPLITS
-from pipelines.prepare.latex import STATEMENT_KINDS
+from pipelines.common.tables import (
+    CONCEPT_TYPES,
+    EVIDENCE_ORDER,
+    PAIR_KINDS,
+    PAPER_SOURCE_KINDS,
+    RELATIONS,
+    SPLITS,
+    STATEMENT_KINDS,
+)
 
 # -- formats ----------------------------------------------------------------------------
 
@@ -59,30 +63,13 @@ ISO_UTC = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z"
 CATEGORY = r"[a-z][a-z\-]*(?:\.[A-Za-z][A-Za-z\-]*)?"
 SHA256_HEX = r"[0-9a-f]{64}"
 
-#: ``source_kind`` of a processed paper (prepare leaves withdrawn papers out).
-PAPER_SOURCE_KINDS = ("tex", "abstract_only")
-
-# In cleaned text ``$`` only delimits math and a literal dollar is ``\$`` (pipelines.latex);
-# formatting commands are gone, so a ``\command`` outside math is markup left behind.
-# One pass: a literal ``\$`` (first alternative) or a whole ``$…$`` span is dropped.
+# In text cleaned by the prepare stage ``$`` only delimits math and a literal dollar is
+# ``\$``; formatting commands are gone, so a ``\command`` outside math is markup left
+# behind. One pass: a literal ``\$`` (first alternative) or a whole ``$…$`` span is dropped.
 _OUTSIDE_MATH = r"\\\$|\$[^$]*\$"
 _COMMAND = r"\\[A-Za-z]+"
-_KEY_SEPARATOR = "\x1f"  # joins the columns of a composite key; never in an id or name
 
-# -- tables -----------------------------------------------------------------------------
-
-#: The tables, in pipeline order.
-TABLES = (
-    "papers",
-    "chunks",
-    "statements",
-    "concepts",
-    "edges",
-    "mentions",
-    "pairs",
-    "queries",
-    "qrels",
-)
+# -- rows and checks --------------------------------------------------------------------
 
 #: What identifies a row (checked unique by each model's ``unique_id``).
 KEYS: Mapping[str, tuple[str, ...]] = {
@@ -159,28 +146,6 @@ def latex_markup_share(values: pd.Series) -> pd.Series:
     outside = values.str.replace(_OUTSIDE_MATH, "", regex=True)
     markup = outside.str.len() - outside.str.replace(_COMMAND, "", regex=True).str.len()
     return markup / values.str.len().clip(lower=1)
-
-
-def joined(frame: pd.DataFrame, columns: Sequence[str]) -> pd.Series:
-    """The values of ``columns`` as one string per row (a composite key)."""
-    key = frame[columns[0]].astype("str")
-    for column in columns[1:]:
-        key = key + _KEY_SEPARATOR + frame[column].astype("str")
-    return key
-
-
-def isin(values: pd.Series, candidates: pd.Series) -> pd.Series:
-    """``values.isin(candidates)`` for strings, hashed in Arrow.
-
-    pandas' own ``isin`` on Arrow strings turns the candidates into a Python list first:
-    some 40x slower on the 200,000 mentions of a 10,000-paper corpus.
-    """
-    found = pyarrow.compute.is_in(
-        pyarrow.array(values.astype("str")),
-        value_set=pyarrow.array(candidates.astype("str")),
-    )
-    mask = pyarrow.compute.fill_null(found, False).to_numpy(zero_copy_only=False)
-    return pd.Series(mask, index=values.index, dtype=bool)
 
 
 # -- the models -------------------------------------------------------------------------
@@ -334,7 +299,7 @@ class ConceptsSchema(pa.DataFrameModel):
 
     @pa.check("name", name="normalised")
     def _name(cls, values: pd.Series) -> pd.Series:
-        # normalise_name is the graph stage's own key function; a key is its own key.
+        # normalise_name is the concept key the graph stage uses; a key is its own key.
         return values == values.map(normalise_name)
 
     @pa.check("aliases", name="string_list")
@@ -554,68 +519,3 @@ def check_names(schema: pa.DataFrameSchema) -> list[str]:
 def check_label(check: pa.Check) -> str:
     """A check's name as pandera reports it (``isin([...])`` for built-ins)."""
     return str(check.error if check.error is not None else check.name)
-
-
-# -- links between tables ----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Reference:
-    """Rows of ``table`` must find their ``columns`` among ``parent``'s ``parent_columns``.
-
-    ``rows`` restricts the rule to some rows of ``table`` (a boolean mask), when a column
-    points at different tables depending on another (a pair's positive).
-    """
-
-    name: str
-    table: str
-    columns: tuple[str, ...]
-    parent: str
-    parent_columns: tuple[str, ...]
-    rows: Callable[[pd.DataFrame], pd.Series] | None = None
-
-    def dangling(self, child: pd.DataFrame, parent: pd.DataFrame) -> pd.Series:
-        """A mask over ``child``: rows whose key is missing from ``parent``."""
-        missing = ~isin(joined(child, self.columns), joined(parent, self.parent_columns))
-        if self.rows is not None:
-            missing &= self.rows(child)
-        return missing
-
-
-def _statement_pairs(pairs: pd.DataFrame) -> pd.Series:
-    return pairs["kind"] == "statement"
-
-
-def _chunk_pairs(pairs: pd.DataFrame) -> pd.Series:
-    return pairs["kind"] != "statement"
-
-
-#: Cross-table integrity. A failure is structural on the pipeline's output; when rows are
-#: quarantined, the rows left pointing at them are quarantined with them.
-REFERENCES: tuple[Reference, ...] = (
-    Reference("paper_exists", "chunks", ("paper_id", "version"), "papers", ("paper_id", "version")),
-    Reference(
-        "paper_exists", "statements", ("paper_id", "version"), "papers", ("paper_id", "version")
-    ),
-    Reference("source_is_concept", "edges", ("source",), "concepts", ("name",)),
-    Reference("target_is_concept", "edges", ("target",), "concepts", ("name",)),
-    Reference("concept_exists", "mentions", ("concept",), "concepts", ("name",)),
-    Reference(
-        "chunk_exists", "mentions", ("chunk_id", "paper_id"), "chunks", ("chunk_id", "paper_id")
-    ),
-    Reference(
-        "positive_chunk_exists", "pairs", ("positive_id",), "chunks", ("chunk_id",), _chunk_pairs
-    ),
-    Reference(
-        "positive_statement_exists",
-        "pairs",
-        ("positive_id",),
-        "statements",
-        ("statement_id",),
-        _statement_pairs,
-    ),
-    Reference("concept_exists", "queries", ("concept",), "concepts", ("name",)),
-    Reference("query_exists", "qrels", ("query_id",), "queries", ("query_id",)),
-    Reference("chunk_exists", "qrels", ("chunk_id",), "chunks", ("chunk_id",)),
-    Reference("has_qrels", "queries", ("query_id",), "qrels", ("query_id",)),
-)

@@ -1,26 +1,24 @@
 """The ``validate`` stage: check every table against the contract before training sees it.
 
-Reads ``data/processed/{papers,chunks,statements}``, ``data/graph/{concepts,edges,mentions}``,
-``data/training/pairs`` and ``data/eval/{queries,qrels}`` and writes what the later stages
-read: ``data/validated/<table>.parquet`` (the same columns; rows that failed a row-level
-check removed), ``data/quarantine/<table>.parquet`` (the removed rows plus ``failed_check``),
-``metrics/data_quality.json`` and, through :mod:`pipelines.quality_report`, the Great
+Reads every table of the contract (:data:`pipelines.common.tables.TABLES`: the prepare,
+graph and pairs outputs) and writes what the later stages read:
+``data/validated/<table>.parquet`` (the same columns; rows that failed a row-level check
+removed), ``data/quarantine/<table>.parquet`` (the removed rows plus ``failed_check``),
+``metrics/data_quality.json`` and, through :mod:`pipelines.validate.report`, the Great
 Expectations Data Docs (``reports/data_quality/``), built from the validated tables.
 
 Everything is checked before anything is written (pandera's lazy mode: all failures are
 collected), and the policy is:
 
 * **structural** failures stop the run with a :class:`ValidationError` naming the table,
-  the check and a few failing rows: a table's schema (:mod:`pipelines.schemas`: columns,
-  dtypes, nulls, formats, ranges, allowed values); cross-table integrity
-  (:data:`pipelines.schemas.REFERENCES`: every chunk's paper exists, both ends of an edge
-  are concepts, every qrel points at a chunk and a query, every query has a qrel, ...);
-  and leakage: a held-out concept (the ``concept`` of an eval query) whose name,
-  display name, alias or description is a training anchor, or which anchors pairs; an
-  (anchor, positive) pair in both splits; a positive from an unseen paper (the paper of
-  a qrel with ``unseen``).
-* **row-level** failures (:data:`pipelines.schemas.ROW_LEVEL_CHECKS`: passage length,
-  leftover LaTeX markup, empty anchors or texts, an anchor equal to its positive,
+  the check and a few failing rows: a table's schema (:mod:`pipelines.validate.schemas`:
+  columns, dtypes, nulls, formats, ranges, allowed values); cross-table integrity
+  (:data:`pipelines.validate.references.REFERENCES`: every chunk's paper exists, both
+  ends of an edge are concepts, every qrel points at a chunk and a query, every query
+  has a qrel, ...); and leakage between training pairs and the held-out evaluation set
+  (:mod:`pipelines.validate.leakage`).
+* **row-level** failures (:data:`pipelines.validate.schemas.ROW_LEVEL_CHECKS`: passage
+  length, leftover LaTeX markup, empty anchors or texts, an anchor equal to its positive,
   duplicate ids) are quarantined when at most ``max_row_failure_fraction`` of a table's
   rows fail them, and stop the run otherwise. Removing a row keeps the tables whole:
   rows pointing at a quarantined row (a qrel at its chunk, a pair at its positive, a
@@ -36,9 +34,7 @@ which also lists every check run and how many rows failed it).
 
 from __future__ import annotations
 
-import argparse
 import functools
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,35 +46,21 @@ import pyarrow  # type: ignore[import-untyped]  # pyarrow ships no type informat
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
 from pipelines.common import io
-from pipelines.common.config import ConfigError, ValidateParams, add_config_arguments, load_params
-from pipelines.common.names import normalise_name
+from pipelines.common.config import ValidateParams
 from pipelines.common.paths import Paths
+from pipelines.common.tables import TABLES, write_table
 from pipelines.validate import schemas
+from pipelines.validate.leakage import leakage_masks
+from pipelines.validate.references import REFERENCES
 
 if TYPE_CHECKING:
     from pipelines.validate.report import QualityReportResult
 
-#: Where each table is read from (a :class:`Paths` folder) and which stage writes it.
-SOURCES: Mapping[str, tuple[str, str]] = {
-    "papers": ("processed", "prepare"),
-    "chunks": ("processed", "prepare"),
-    "statements": ("processed", "prepare"),
-    "concepts": ("graph", "graph"),
-    "edges": ("graph", "graph"),
-    "mentions": ("graph", "graph"),
-    "pairs": ("training", "pairs"),
-    "queries": ("eval", "pairs"),
-    "qrels": ("eval", "pairs"),
-}
-
-LEAKAGE_CHECKS = ("held_out_concept_anchor", "pair_in_both_splits", "unseen_paper_positive")
 THRESHOLD_CHECK = "max_row_failure_fraction"
 FAILED_CHECK = "failed_check"
 DANGLING = "dangling after "
 EXAMPLES_SHOWN = 5
 VALUE_CHARS = 60
-
-_ID_SUFFIX = r"v\d+#[cs]\d+$"  # chunk / statement id -> paper id
 
 
 # -- failures ---------------------------------------------------------------------------
@@ -106,8 +88,8 @@ class ValidationError(Exception):
 
     def __init__(self, failures: Sequence[CheckFailure]) -> None:
         self.failures = tuple(failures)
-        stages = sorted({SOURCES[f.table][1] for f in self.failures if f.table in SOURCES})
-        fix = ", ".join(f"python -m pipelines.{stage}" for stage in stages)
+        stages = sorted({TABLES[f.table].stage for f in self.failures if f.table in TABLES})
+        fix = ", ".join(f"mathembed {stage}" for stage in stages)
         lines = [f"validation failed: {len(self.failures)} check(s); nothing was written"]
         lines.extend(str(failure) for failure in self.failures)
         lines.append(f"fix the data or the stage that writes it ({fix}), then rerun validate")
@@ -271,7 +253,7 @@ def _integrity(
     """Every reference between usable tables: failures, and failed rows per (table, check)."""
     failures: list[CheckFailure] = []
     counts: dict[tuple[str, str], int] = {}
-    for reference in schemas.REFERENCES:
+    for reference in REFERENCES:
         if reference.table not in usable or reference.parent not in usable:
             continue
         child = frames[reference.table]
@@ -295,63 +277,13 @@ def _integrity(
     return failures, counts
 
 
-def held_out_anchor_mask(
-    pairs: pd.DataFrame, queries: pd.DataFrame, concepts: pd.DataFrame
-) -> pd.Series:
-    """Pairs anchored at a held-out concept (one with an eval query): by its name (as
-    normalised), display name, alias or description, or by the pair's ``concept``."""
-    held_out = set(queries["concept"].tolist())
-    held = concepts[concepts["name"].isin(held_out)]
-    texts = set(held["display_name"].tolist()) | {
-        description for description in held["description"].tolist() if description
-    }
-    keys = set(held_out)
-    for aliases in held["aliases"].tolist():
-        texts.update(aliases)
-        keys.update(normalise_name(alias) for alias in aliases)
-    keys.discard("")
-    # Anchors repeat (one per positive): normalise each distinct text once.
-    distinct = pd.Series(pairs["anchor"].unique())
-    normalised = pd.Series(distinct.map(normalise_name).to_numpy(), index=distinct.to_numpy())
-    anchor_key = pairs["anchor"].map(normalised)
-    return (
-        schemas.isin(pairs["anchor"], _strings(texts))
-        | schemas.isin(anchor_key, _strings(keys))
-        | schemas.isin(pairs["concept"], _strings(held_out))
-    )
-
-
-def _strings(values: set[str]) -> pd.Series:
-    return pd.Series(sorted(values), dtype="str")
-
-
-def both_splits_mask(pairs: pd.DataFrame) -> pd.Series:
-    """Pairs whose (anchor, positive) occurs in more than one split."""
-    splits = pairs.groupby(["anchor", "positive"], sort=False)["split"].transform("nunique")
-    return splits > 1
-
-
-def unseen_positive_mask(pairs: pd.DataFrame, qrels: pd.DataFrame) -> pd.Series:
-    """Pairs whose positive comes from an unseen paper (the paper of an ``unseen`` qrel)."""
-    unseen_chunks = qrels.loc[qrels["unseen"].astype(bool), "chunk_id"]
-    unseen_papers = unseen_chunks.str.replace(_ID_SUFFIX, "", regex=True)
-    positive_papers = pairs["positive_id"].str.replace(_ID_SUFFIX, "", regex=True)
-    return schemas.isin(positive_papers, unseen_papers)
-
-
 def _leakage(
     frames: Mapping[str, pd.DataFrame], usable: set[str]
 ) -> tuple[list[CheckFailure], dict[str, int]]:
     if not {"pairs", "queries", "concepts", "qrels"} <= usable:
         return [], {}
     pairs = frames["pairs"]
-    masks = {
-        "held_out_concept_anchor": held_out_anchor_mask(
-            pairs, frames["queries"], frames["concepts"]
-        ),
-        "pair_in_both_splits": both_splits_mask(pairs),
-        "unseen_paper_positive": unseen_positive_mask(pairs, frames["qrels"]),
-    }
+    masks = leakage_masks(pairs, frames["queries"], frames["concepts"], frames["qrels"])
     failures = []
     for check, mask in masks.items():
         if mask.any():
@@ -389,7 +321,7 @@ def _cascade(
     changed = True
     while changed:
         changed = False
-        for reference in schemas.REFERENCES:
+        for reference in REFERENCES:
             child = kept[reference.table]
             dangling = reference.dangling(child, kept[reference.parent])
             if not dangling.any():
@@ -423,20 +355,20 @@ def _cascade(
 
 def validate_tables(tables: Mapping[str, pd.DataFrame], params: ValidateParams) -> ValidationResult:
     """Check all tables; quarantine row-level failures or raise :class:`ValidationError`."""
-    absent = [table for table in schemas.TABLES if table not in tables]
+    absent = [table for table in TABLES if table not in tables]
     if absent:
         raise ValueError(f"validate_tables needs every table; missing {absent}")
-    frames = {table: tables[table].reset_index(drop=True) for table in schemas.TABLES}
+    frames = {table: tables[table].reset_index(drop=True) for table in TABLES}
 
-    found = {table: check_table(table, frames[table], params) for table in schemas.TABLES}
-    failures = [failure for table in schemas.TABLES for failure in found[table].structural]
-    usable = {table for table in schemas.TABLES if not found[table].broken}
+    found = {table: check_table(table, frames[table], params) for table in TABLES}
+    failures = [failure for table in TABLES for failure in found[table].structural]
+    usable = {table for table in TABLES if not found[table].broken}
     integrity_failures, integrity_counts = _integrity(frames, usable)
     leakage_failures, leakage_counts = _leakage(frames, usable)
     failures += integrity_failures + leakage_failures
 
     limit = params.max_row_failure_fraction
-    for table in sorted(usable, key=schemas.TABLES.index):
+    for table in [table for table in TABLES if table in usable]:
         rows = found[table].rows
         failing = functools.reduce(pd.Index.union, rows.values(), pd.Index([]))
         if len(failing) > limit * len(frames[table]):
@@ -455,15 +387,15 @@ def validate_tables(tables: Mapping[str, pd.DataFrame], params: ValidateParams) 
     if failures:
         raise ValidationError(failures)
 
-    labels = {table: _row_labels(found[table].rows, found[table].ran) for table in schemas.TABLES}
+    labels = {table: _row_labels(found[table].rows, found[table].ran) for table in TABLES}
     kept = _cascade(frames, labels)
-    leftover, _ = _integrity(kept, set(schemas.TABLES))
+    leftover, _ = _integrity(kept, set(TABLES))
     if leftover:  # pragma: no cover - the cascade removes every dangling row
         raise ValidationError(leftover)
 
     outcomes: dict[str, TableOutcome] = {}
     quarantined: dict[str, pd.DataFrame] = {}
-    for table in schemas.TABLES:
+    for table in TABLES:
         label = labels[table]
         quarantined[table] = frames[table].loc[label.index].assign(**{FAILED_CHECK: label})
         row_counts = {check: len(index) for check, index in found[table].rows.items()}
@@ -499,35 +431,20 @@ def validate_tables(tables: Mapping[str, pd.DataFrame], params: ValidateParams) 
 # -- I/O shell --------------------------------------------------------------------------
 
 
-def input_path(paths: Paths, table: str) -> Path:
-    folder, _stage = SOURCES[table]
-    return Path(getattr(paths, folder)) / f"{table}.parquet"
-
-
 def read_tables(paths: Paths) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
     """Every input table, and its Parquet schema (kept for the validated copy)."""
     tables: dict[str, pd.DataFrame] = {}
     arrow_schemas: dict[str, Any] = {}
-    for table in schemas.TABLES:
-        path = input_path(paths, table)
+    for name, table in TABLES.items():
+        path = table.path(paths)
         if not path.is_file():
-            stage = SOURCES[table][1]
             raise FileNotFoundError(
-                f"{path} not found; run the {stage} stage first (python -m pipelines.{stage}, "
-                "or make repro)"
+                f"{path} not found; run the {table.stage} stage first "
+                f"(mathembed {table.stage}, or make repro)"
             )
-        arrow_schemas[table] = pq.read_schema(path).remove_metadata()
-        tables[table] = io.read_parquet(path)
+        arrow_schemas[name] = pq.read_schema(path).remove_metadata()
+        tables[name] = io.read_parquet(path)
     return tables, arrow_schemas
-
-
-def _write_table(path: Path, frame: pd.DataFrame, arrow_schema: Any) -> None:
-    """Write ``frame`` atomically with exactly ``arrow_schema``'s columns and types."""
-    table = pyarrow.Table.from_pandas(
-        frame[arrow_schema.names], schema=arrow_schema, preserve_index=False
-    )
-    with io.atomic_output(path, "wb") as handle:
-        pq.write_table(table, handle)
 
 
 def build_quality_report(tables: Mapping[str, pd.DataFrame], paths: Paths) -> QualityReportResult:
@@ -542,7 +459,7 @@ def build_quality_report(tables: Mapping[str, pd.DataFrame], paths: Paths) -> Qu
 def run_validate(params: ValidateParams, paths: Paths) -> ValidationReport:
     """Validate the pipeline's tables under ``paths`` and write the validated copies."""
     tables, arrow_schemas = read_tables(paths)
-    metrics_path = paths.metrics / "data_quality.json"
+    metrics_path = paths.metric_file("data_quality")
     try:
         result = validate_tables(tables, params)
     except ValidationError as error:
@@ -552,14 +469,15 @@ def run_validate(params: ValidateParams, paths: Paths) -> ValidationReport:
         io.write_json(metrics_path, {"passed": False, "failed_checks": failed})
         raise
     written: list[Path] = []
-    for table in schemas.TABLES:
-        arrow_schema = arrow_schemas[table]
-        validated = paths.validated / f"{table}.parquet"
-        _write_table(validated, result.kept[table], arrow_schema)
-        quarantine = paths.quarantine / f"{table}.parquet"
-        _write_table(
+    for name, table in TABLES.items():
+        # The input's own Parquet schema: a validated table has exactly its input's types.
+        arrow_schema = arrow_schemas[name]
+        validated = paths.validated / table.file_name
+        write_table(validated, result.kept[name], arrow_schema)
+        quarantine = paths.quarantine / table.file_name
+        write_table(
             quarantine,
-            result.quarantined[table],
+            result.quarantined[name],
             arrow_schema.append(pyarrow.field(FAILED_CHECK, pyarrow.string())),
         )
         written += [validated, quarantine]
@@ -568,40 +486,3 @@ def run_validate(params: ValidateParams, paths: Paths) -> ValidationReport:
     written.append(metrics_path)
     quality = build_quality_report(result.kept, paths)
     return ValidationReport(result.tables, metrics, written, quality)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m pipelines.validate",
-        description=(
-            "Check the pipeline's tables (data/processed, data/graph, data/training, "
-            "data/eval) against their schemas, each other and the no-leakage rules. "
-            "Structural failures stop with exit code 1; rows failing row-level checks go "
-            "to data/quarantine/<table>.parquet; the rest to data/validated/. Counts in "
-            "metrics/data_quality.json."
-        ),
-    )
-    add_config_arguments(parser)
-    args = parser.parse_args(argv)
-    try:
-        report = run_validate(load_params(args.params).validate, Paths(args.root))
-    except (ValidationError, ConfigError, FileNotFoundError, ValueError) as error:
-        print(f"validate: {error}", file=sys.stderr)
-        return 1
-    totals = report.metrics["totals"]
-    print(
-        f"validate: {len(report.tables)} tables, {totals['rows_in']} rows in, "
-        f"{totals['kept']} kept, {totals['quarantined']} quarantined"
-    )
-    for table, outcome in report.tables.items():
-        if outcome.quarantined:
-            reasons = ", ".join(f"{k} {v}" for k, v in outcome.quarantined_by_check.items())
-            print(f"  {table}: {outcome.quarantined} of {outcome.rows_in} quarantined ({reasons})")
-    quality = report.quality_report
-    verdict = "all expectations met" if quality.success else "some expectations failed"
-    print(f"validate: data-quality report {quality.index_html} ({verdict})")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

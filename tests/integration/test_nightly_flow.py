@@ -43,7 +43,7 @@ from projects import dvc, new_project, run, update_params
 from webhook import Webhook, receiving_webhook
 
 from flows.nightly import nightly_retrain
-from flows.orchestration import read_json
+from pipelines.common.io import read_json
 from pipelines.dev import services
 
 MODEL = "math-embed"

@@ -19,10 +19,8 @@ import requests
 from promotion_worlds import MODEL_NAME, Models, World, aliases, folder_digest
 
 from pipelines.dev.services import free_port
-from pipelines.promote import registry
-from pipelines.promote.registry import (
-    RegistryError,
-)
+from pipelines.promote import store
+from pipelines.promote.errors import RegistryError
 
 # ----------------------------------------------------------------------------- real server
 
@@ -110,11 +108,11 @@ def test_with_a_real_mlflow_server_unreachable_first_then_rerun_once_it_is_up(
 
         client = MlflowClient(tracking_uri=url, registry_uri=url)
         assert client.get_model_version(MODEL_NAME, "2").tags["decision"] == "rejected"
-        connected = registry.connect(world.paths, world.params.promote, create=False)
+        connected = store.connect(world.paths, world.params.promote, create=False)
         assert connected is not None
         champion = connected.version_by_alias("champion")
         assert champion is not None
-        loaded = registry.load_registered_model(connected, champion)
+        loaded = store.load_registered_model(connected, champion)
         from sentence_transformers import SentenceTransformer
 
         original = SentenceTransformer(str(bow_models.knows_4), device="cpu")

@@ -43,7 +43,7 @@ CONTRACT_SCHEDULE = "0 2 * * *"
 PROJECT_SOURCE_GLOBS = [
     "pipelines/**/*.py",
     "flows/**/*.py",
-    "pipelines/offline.env",
+    "pipelines/common/offline.env",
     "params.yaml",
     "infra/worker-entrypoint.sh",
     "infra/postgres/*.sh",

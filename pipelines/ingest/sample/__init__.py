@@ -1,19 +1,12 @@
 """The offline sample corpus: an ontology, a generated arXiv-like mirror and its server.
 
-* :mod:`pipelines.sample.ontology` — hand-written mathematical concepts and relations;
-* :mod:`pipelines.sample.generator` — ``generate_mirror()`` writes ``data/mirror``;
-* :mod:`pipelines.sample.server` — ``MirrorServer`` serves it over HTTP like arXiv.
+* :mod:`.ontology` — hand-written mathematical concepts and relations;
+* :mod:`.generator` — ``generate_mirror()`` writes ``data/mirror``;
+* :mod:`.manifest` — the mirror's files and its ground truth (``load_manifest()``);
+* :mod:`.listing` and :mod:`.server` — ``MirrorServer`` serves it over HTTP like arXiv;
+* :mod:`.cli` — ``mathembed sample`` generates the mirror, ``mathembed sample-serve``
+  serves it.
 
-``python -m pipelines.sample`` generates the mirror; ``python -m pipelines.sample serve``
-serves it.
+Nothing is imported here: the ``mathembed`` command line loads :mod:`.cli` for ``--help``,
+and that must stay quick.
 """
-
-from pipelines.ingest.sample.generator import (
-    Manifest,
-    VersionRecord,
-    generate_mirror,
-    load_manifest,
-)
-from pipelines.ingest.sample.server import MirrorServer
-
-__all__ = ["Manifest", "MirrorServer", "VersionRecord", "generate_mirror", "load_manifest"]

@@ -12,6 +12,7 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
+import yaml
 from repo import REPO as REPO_ROOT
 from typer.testing import CliRunner
 
@@ -168,10 +169,21 @@ def test_parse_rejects_a_repeated_key(tmp_path: Path) -> None:
         offline.parse_env_file(env_file)
 
 
+def test_the_command_line_loads_no_heavy_library_until_a_command_runs() -> None:
+    # Every command module is imported to build `mathembed --help`: it must stay quick
+    # and work before the Rust extension is built.
+    heavy = ("pandas", "torch", "sentence_transformers", "mlflow", "prefect", "metrics_rs")
+    code = f"import sys, pipelines.cli; print([m for m in {heavy!r} if m in sys.modules])"
+    completed = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO_ROOT
+    )
+    assert completed.stdout.strip() == "[]"
+
+
 def test_importing_the_packages_changes_no_environment_variable() -> None:
     code = (
         "import json, os; before = dict(os.environ); "
-        "import pipelines, pipelines.cli, pipelines.offline, flows; "
+        "import pipelines, pipelines.cli, pipelines.common.offline, flows; "
         "print(json.dumps(dict(os.environ) == before))"
     )
     completed = subprocess.run(
@@ -200,12 +212,40 @@ def test_makefile_exports_the_same_switches(preset: dict[str, str]) -> None:
     assert exported == offline.parse_env_file() | preset
 
 
-@pytest.mark.parametrize("command", sorted(cli.FORWARDED))
-def test_commands_forward_to_their_module(command: str) -> None:
-    result = runner.invoke(cli.app, [command, "--help"])
+def registered_commands() -> list[str]:
+    return sorted(str(info.name) for info in cli.app.registered_commands)
+
+
+def test_every_stage_in_dvc_yaml_runs_a_mathembed_command() -> None:
+    stages = yaml.safe_load((REPO_ROOT / "dvc.yaml").read_text(encoding="utf-8"))["stages"]
+    for name, stage in stages.items():
+        program, command, *_options = stage["cmd"].split()
+        assert (program, command) == ("mathembed", name)
+        assert command in registered_commands()
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["sample", "ingest", "prepare", "graph", "pairs", "validate", "train", "evaluate"]
+    + ["promote", "status", "rollback", "search", "summary", "services"],
+)
+def test_every_command_shows_its_own_usage(command: str) -> None:
+    assert command in registered_commands()
+    result = runner.invoke(cli.app, [command, "--help"], prog_name="mathembed")
     assert result.exit_code == 0, result.output
-    module_name = cli.FORWARDED[command][0]
-    assert f"python -m {module_name.removesuffix('.__main__')}" in result.output
+    assert f"Usage: mathembed {command} [OPTIONS]" in result.output
+
+
+@pytest.mark.parametrize(
+    "command", ["ingest", "prepare", "graph", "pairs", "validate", "train", "evaluate", "promote"]
+)
+def test_a_configuration_error_exits_2_and_names_the_key(command: str, tmp_path: Path) -> None:
+    params = tmp_path / "params.yaml"
+    params.write_text("train:\n  batch_sise: 4\n", encoding="utf-8")
+    result = runner.invoke(cli.app, [command, "--params", str(params), "--root", str(tmp_path)])
+    assert result.exit_code == 2, result.output
+    assert f"{command}: " in result.stderr and "batch_sise" in result.stderr
+    assert "Traceback" not in result.output
 
 
 def test_stage_command_passes_the_exit_code_through(tmp_path: Path) -> None:

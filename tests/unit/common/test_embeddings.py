@@ -1,4 +1,4 @@
-"""pipelines.embeddings: Matryoshka truncation, embedding, and the on-disk embedding cache."""
+"""pipelines.common.embeddings: Matryoshka truncation, embedding, the on-disk embedding cache."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""pipelines.models: loading base models (pooling knob, offline errors), fingerprints, hashes."""
+"""pipelines.common.models: base models (pooling knob, offline errors), fingerprints, hashes."""
 
 from __future__ import annotations
 

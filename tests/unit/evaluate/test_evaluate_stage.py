@@ -22,12 +22,17 @@ from fixtures_models import (  # noqa: F401  (session fixtures)
     build_tiny_sentence_transformer,
     tiny_bert_dir,
 )
+from typer.testing import CliRunner
 
 import metrics_rs
+from pipelines import cli
 from pipelines.common.config import EvaluateParams
 from pipelines.common.paths import Paths
+from pipelines.evaluate import eval_set as evaluation_set
+from pipelines.evaluate import reports, scoring, sources
 from pipelines.evaluate import stage as evaluate
-from pipelines.evaluate.stage import BaseModelSpec, EvalOutputs, run_evaluate
+from pipelines.evaluate.sources import BaseModelSpec
+from pipelines.evaluate.stage import EvalOutputs, run_evaluate
 
 DIMS = [32, 16, 8]
 KS = [1, 5, 10, 100]  # 100 is above the 36-passage corpus: dropped
@@ -455,23 +460,23 @@ def test_outputs_can_go_elsewhere(tmp_path: Path, models: Models) -> None:
 
 
 def test_matryoshka_dims_are_read_from_top_level_or_params() -> None:
-    assert evaluate.matryoshka_dims_of({"matryoshka_dims": [32, 16]}) == [32, 16]
-    assert evaluate.matryoshka_dims_of({"params": {"matryoshka_dims": [8]}}) == [8]
-    assert evaluate.matryoshka_dims_of({}) == []
+    assert sources.matryoshka_dims_of({"matryoshka_dims": [32, 16]}) == [32, 16]
+    assert sources.matryoshka_dims_of({"params": {"matryoshka_dims": [8]}}) == [8]
+    assert sources.matryoshka_dims_of({}) == []
     with pytest.raises(ValueError, match="positive ints"):
-        evaluate.matryoshka_dims_of({"matryoshka_dims": [16, "8"]})
+        sources.matryoshka_dims_of({"matryoshka_dims": [16, "8"]})
 
 
 def test_headline_metrics_fall_back_on_a_small_corpus() -> None:
-    assert evaluate.headline_metrics([1, 5, 10, 100]) == ["mrr@10", "ndcg@10"]
-    assert evaluate.headline_metrics([1, 5]) == ["mrr@5", "ndcg@5"]
+    assert reports.headline_metrics([1, 5, 10, 100]) == ["mrr@10", "ndcg@10"]
+    assert reports.headline_metrics([1, 5]) == ["mrr@5", "ndcg@5"]
 
 
 def test_effective_ks_drop_cut_offs_above_the_corpus() -> None:
-    assert evaluate.effective_ks([100, 1, 10, 5], 36) == [1, 5, 10]
-    assert evaluate.effective_ks([100], 36) == [36]
+    assert scoring.effective_ks([100, 1, 10, 5], 36) == [1, 5, 10]
+    assert scoring.effective_ks([100], 36) == [36]
     with pytest.raises(ValueError, match="evaluate.ks"):
-        evaluate.effective_ks([0, 5], 36)
+        scoring.effective_ks([0, 5], 36)
 
 
 # --------------------------------------------------------------------------- subsets (pure)
@@ -482,7 +487,7 @@ def test_subset_removes_the_other_side_s_relevant_chunks_from_the_ranking() -> N
     # to row 0, then row 1.
     corpus = np.eye(5, dtype=np.float32)
     query = np.array([[1.0, 0.9, 0.1, 0.05, 0.0]], dtype=np.float32)
-    eval_set = evaluate.EvalSet(
+    eval_set = evaluation_set.EvalSet(
         corpus_ids=[f"c{i}" for i in range(5)],
         corpus_texts=[""] * 5,
         query_ids=["q"],
@@ -492,7 +497,7 @@ def test_subset_removes_the_other_side_s_relevant_chunks_from_the_ranking() -> N
         queries_without_relevant=[],
     )
     subsets = [eval_set.subset(name) for name in ("all", "seen", "unseen")]
-    scores = evaluate.score_model(query, corpus, subsets, ks=[1, 2], dims=[5])
+    scores = scoring.score_model(query, corpus, subsets, ks=[1, 2], dims=[5])
     assert scores["all"].means[5]["mrr@2"] == 1.0
     assert scores["all"].means[5]["recall@2"] == 1.0
     # Unseen: row 0 is relevant (just not from an unseen paper), so it is dropped from the
@@ -506,7 +511,7 @@ def test_subset_removes_the_other_side_s_relevant_chunks_from_the_ranking() -> N
 
 
 def test_a_subset_with_no_queries_is_reported_empty() -> None:
-    eval_set = evaluate.EvalSet(
+    eval_set = evaluation_set.EvalSet(
         corpus_ids=["a", "b"],
         corpus_texts=["", ""],
         query_ids=["q"],
@@ -536,7 +541,7 @@ def test_queries_without_a_relevant_chunk_are_left_out_and_counted() -> None:
     # q00: only judged non-relevant; q01: no qrels at all.
     qrels.loc[qrels["query_id"] == "q00", "grade"] = 0
     qrels = qrels[qrels["query_id"] != "q01"]
-    eval_set = evaluate.build_eval_set(chunks, queries, qrels)
+    eval_set = evaluation_set.build_eval_set(chunks, queries, qrels)
     assert eval_set.queries_without_relevant == ["q00", "q01"]
     assert len(eval_set.query_ids) + len(eval_set.queries_without_relevant) == len(queries)
     assert "q00" not in eval_set.query_ids and len(eval_set.qrels) == len(eval_set.query_ids)
@@ -649,30 +654,27 @@ def write_params(root: Path) -> Path:
     return path
 
 
-def test_main_runs_the_stage_and_prints_the_headline(
-    tmp_path: Path, models: Models, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_main_runs_the_stage_and_prints_the_headline(tmp_path: Path, models: Models) -> None:
     root = make_root(tmp_path, models)
     argv = ["--root", str(root), "--params", str(write_params(root)), "--no-figures"]
-    code = evaluate.main(argv)
-    out = capsys.readouterr().out
-    assert code == 0, out
+    result = CliRunner().invoke(cli.app, ["evaluate", *argv])
+    out = result.stdout
+    assert result.exit_code == 0, result.output
     assert "10 queries, 36 passages" in out and "candidate mrr@10=" in out
     assert json.loads((root / "metrics" / "eval.json").read_text())["dims"] == [32, 16]
     assert not (root / "reports" / "eval" / "compare.png").exists()
 
 
-def test_main_reports_a_missing_candidate_and_exits_1(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_main_reports_a_missing_candidate_and_exits_1(tmp_path: Path) -> None:
     write_tables(tmp_path, *synthetic_tables())
-    code = evaluate.main(["--root", str(tmp_path), "--params", str(write_params(tmp_path))])
-    assert code == 1
-    assert "evaluate: candidate model" in capsys.readouterr().err
+    argv = ["--root", str(tmp_path), "--params", str(write_params(tmp_path))]
+    result = CliRunner().invoke(cli.app, ["evaluate", *argv])
+    assert result.exit_code == 1
+    assert "evaluate: candidate model" in result.stderr
 
 
 def test_main_falls_back_to_params_train_when_the_candidate_names_no_base(
-    tmp_path: Path, models: Models, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, models: Models
 ) -> None:
     write_tables(tmp_path, *synthetic_tables())
     install_candidate(tmp_path, models, metadata={})
@@ -682,8 +684,9 @@ def test_main_falls_back_to_params_train_when_the_candidate_names_no_base(
             f"train:\n  base_model: {models.base.name_or_path}\n  pooling: mean\n"
             "  max_seq_length: 64\n"
         )
-    code = evaluate.main(["--root", str(tmp_path), "--params", str(params), "--no-figures"])
-    assert code == 0, capsys.readouterr().err
+    argv = ["--root", str(tmp_path), "--params", str(params), "--no-figures"]
+    result = CliRunner().invoke(cli.app, ["evaluate", *argv])
+    assert result.exit_code == 0, result.stderr
     summary = json.loads((tmp_path / "metrics" / "eval.json").read_text())
     assert summary["models"]["base"]["source"] == models.base.name_or_path
     assert summary["models"]["base"]["pooling"] == "mean"
@@ -694,11 +697,11 @@ def test_a_base_model_that_is_not_available_offline_is_named() -> None:
 
     spec = BaseModelSpec("no-such-org/no-such-model", "cls", 64)
     with pytest.raises(ModelLoadError, match=r"'no-such-org/no-such-model'.*snapshot_download"):
-        evaluate.base_model_source(spec)
+        sources.base_model_source(spec)
 
 
 def test_a_recorded_pooling_must_be_one_train_knows() -> None:
     metadata = {"base_model": "x", "params": {"pooling": "max", "max_seq_length": 64}}
     with pytest.raises(ValueError, match=r"params.pooling 'max' is not one of \['cls', 'mean'\]"):
-        evaluate.base_spec_from_metadata(metadata)
-    assert evaluate.base_spec_from_metadata({"base_model": "x"}) is None
+        sources.base_spec_from_metadata(metadata)
+    assert sources.base_spec_from_metadata({"base_model": "x"}) is None

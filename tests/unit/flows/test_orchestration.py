@@ -129,7 +129,7 @@ def test_a_second_nightly_run_on_the_same_root_exits_at_once(tmp_path: Path) -> 
         [
             sys.executable,
             "-c",
-            "import sys, pathlib; from pipelines.orchestration import nightly_lock\n"
+            "import sys, pathlib; from flows.orchestration import nightly_lock\n"
             "with nightly_lock(pathlib.Path(sys.argv[1])):\n"
             "    print('locked', flush=True); sys.stdin.readline()",
             str(tmp_path),

@@ -14,44 +14,32 @@ from typing import Any
 import pandas as pd
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 import pytest
+from typer.testing import CliRunner
 
+from pipelines import cli
 from pipelines.common import io
 from pipelines.common.config import ConfigError, GraphParams, PairsParams
 from pipelines.common.names import (
     SurfaceMatcher,
+    clean_statement_name,
+    clean_term,
     match_form,
     merge_keys,
     normalise_name,
     plurals,
     singular,
-    surface_forms,
-)
-from pipelines.common.paths import Paths
-from pipelines.graph.rules import (
-    Chunk,
-    ConceptCandidate,
-    PaperDocument,
-    RulesExtractor,
-    Statement,
-    clean_statement_name,
-    clean_term,
-    description_from,
-    find_relations,
-    split_sentences,
     statement_concept_name,
+    surface_forms,
     type_from_head,
 )
-from pipelines.graph.stage import (
-    GraphCache,
-    build_graph,
-    cache_path,
-    documents_from_tables,
-    extractor_fingerprint,
-    main,
-    make_extractor,
-    merge_candidates,
-    run_graph,
-)
+from pipelines.common.paths import Paths
+from pipelines.graph.build import build_graph
+from pipelines.graph.cache import GraphCache, cache_path, extractor_fingerprint
+from pipelines.graph.extractor import Chunk, ConceptCandidate, PaperDocument, Statement
+from pipelines.graph.merge import merge_candidates
+from pipelines.graph.rules import RulesExtractor, description_from, split_sentences
+from pipelines.graph.scan import find_relations
+from pipelines.graph.stage import documents_from_tables, make_extractor, run_graph
 from pipelines.pairs.stage import run_pairs
 
 CORPUS: dict[str, dict[str, Any]] = {
@@ -1007,17 +995,26 @@ def test_graph_then_pairs_end_to_end(tmp_path: Path) -> None:
     assert report.pairs > 0
 
 
-def test_main_reports_missing_inputs_and_runs(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_main_reports_missing_inputs_and_runs(tmp_path: Path) -> None:
     params = tmp_path / "params.yaml"
     params.write_text("graph:\n  cooccurrence_min_papers: 1\n")
-    assert main(["--params", str(params), "--root", str(tmp_path)]) == 1
-    assert "run the prepare stage first" in capsys.readouterr().err
+    arguments = ["graph", "--params", str(params), "--root", str(tmp_path)]
+    result = CliRunner().invoke(cli.app, arguments)
+    assert result.exit_code == 1
+    assert "run the prepare stage first" in result.stderr
     write_processed(tmp_path)
-    assert main(["--params", str(params), "--root", str(tmp_path)]) == 0
-    assert "18 concepts" in capsys.readouterr().out
+    result = CliRunner().invoke(cli.app, arguments)
+    assert result.exit_code == 0
+    assert "18 concepts" in result.stdout
     assert (tmp_path / "data" / "graph" / "concepts.parquet").is_file()
+    # A configuration error exits 2 (the shared CLI contract; argparse main returned 1).
+    llm_params = tmp_path / "llm.yaml"
+    llm_params.write_text("graph:\n  extractor: llm\n")
+    result = CliRunner().invoke(
+        cli.app, ["graph", "--params", str(llm_params), "--root", str(tmp_path)]
+    )
+    assert result.exit_code == 2
+    assert "graph.llm_url or graph.llm_model is empty" in result.stderr
 
 
 def test_missing_column_is_a_clear_error(tmp_path: Path) -> None:
@@ -1077,7 +1074,7 @@ class CountingExtractor(RulesExtractor):
 @pytest.fixture
 def scan_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The paper ids ``scan_document`` is called on (in this process)."""
-    import pipelines.graph.stage as graph_module
+    import pipelines.graph.cache as graph_module
 
     calls: list[str] = []
     real_scan = graph_module.scan_document
@@ -1219,7 +1216,7 @@ def test_graph_params_and_extractor_version_invalidate_extractions(
 def test_a_code_change_invalidates_extractions_and_scans(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scan_calls: list[str]
 ) -> None:
-    import pipelines.graph.stage as graph_module
+    import pipelines.graph.cache as graph_module
 
     paths = write_processed(tmp_path)
     run_graph(GraphParams(), paths, extractor=CountingExtractor(), workers=1)

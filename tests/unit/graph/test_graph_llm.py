@@ -20,6 +20,8 @@ import pytest
 from pipelines.common import io
 from pipelines.common.config import GraphParams
 from pipelines.common.paths import Paths
+from pipelines.graph.build import build_graph
+from pipelines.graph.extractor import Chunk, PaperDocument
 from pipelines.graph.llm import (
     LLMError,
     LLMExtractor,
@@ -29,8 +31,7 @@ from pipelines.graph.llm import (
     extraction_from_reply,
     parse_reply,
 )
-from pipelines.graph.rules import Chunk, PaperDocument
-from pipelines.graph.stage import build_graph, run_graph
+from pipelines.graph.stage import run_graph
 
 GOOD_REPLY = {
     "concepts": [

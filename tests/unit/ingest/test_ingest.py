@@ -1,6 +1,6 @@
 """The ingest stage over real HTTP: ArxivClient and run_ingest against the sample MirrorServer.
 
-Every test talks to ``pipelines.sample.server.MirrorServer`` on 127.0.0.1, serving a
+Every test talks to ``pipelines.ingest.sample.server.MirrorServer`` on 127.0.0.1, serving a
 small generated mirror (one paper of every kind, malformed ones included). The client's
 ``sleep`` is injected, so retries and politeness are asserted on the waits requested,
 never by waiting.
@@ -19,7 +19,9 @@ from typing import Any
 
 import pytest
 import requests
+from typer.testing import CliRunner
 
+from pipelines import cli
 from pipelines.common import io
 from pipelines.common.config import IngestParams
 from pipelines.common.paths import Paths
@@ -34,17 +36,12 @@ from pipelines.ingest.arxiv.client import (
     parse_retry_after,
     user_agent_for,
 )
-from pipelines.ingest.sample.generator import (
-    Manifest,
-    VersionRecord,
-    generate_mirror,
-    load_manifest,
-)
+from pipelines.ingest.sample.generator import generate_mirror
+from pipelines.ingest.sample.manifest import Manifest, VersionRecord, load_manifest
 from pipelines.ingest.sample.server import MirrorServer
 from pipelines.ingest.stage import (
     META_FILE,
     is_stored,
-    main,
     read_watermark,
     run_ingest,
     version_folder,
@@ -781,36 +778,39 @@ def write_params(path: Path, params: IngestParams) -> None:
     path.write_text(json.dumps({"ingest": section}), encoding="utf-8")  # JSON is YAML
 
 
-def test_main_serves_the_sample_mirror(
-    mirror: Path, params: IngestParams, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_main_serves_the_sample_mirror(mirror: Path, params: IngestParams, tmp_path: Path) -> None:
     root = tmp_path / "repo"
     shutil.copytree(mirror, Paths(root).mirror)
     params_file = tmp_path / "params.yaml"
     write_params(params_file, dataclasses.replace(params, delay_seconds=3.0))
-    code = main(["--params", str(params_file), "--root", str(root), "--no-progress"])
-    assert code == 0
+    result = CliRunner().invoke(
+        cli.app, ["ingest", "--params", str(params_file), "--root", str(root), "--no-progress"]
+    )
+    assert result.exit_code == 0
     metrics = io.read_json(Paths(root).metrics / "ingest.json")
     assert metrics["listed"] == N_PAPERS
     assert (
         len(stored_ids(Paths(root).raw))
         == metrics["tex"] + metrics["abstract_only"] + (metrics["withdrawn"])
     )
-    assert "ingest: listed 20" in capsys.readouterr().out
+    assert "ingest: listed 20" in result.stdout
 
 
-def test_main_without_a_mirror_says_how_to_make_one(
-    params: IngestParams, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_main_without_a_mirror_says_how_to_make_one(params: IngestParams, tmp_path: Path) -> None:
     params_file = tmp_path / "params.yaml"
     write_params(params_file, params)
-    code = main(["--params", str(params_file), "--root", str(tmp_path / "empty")])
-    assert code == 2
-    assert "run python -m pipelines.sample first" in capsys.readouterr().err
+    result = CliRunner().invoke(
+        cli.app, ["ingest", "--params", str(params_file), "--root", str(tmp_path / "empty")]
+    )
+    assert result.exit_code == 1  # missing input data, not configuration
+    assert "run mathembed sample first" in result.stderr
 
 
-def test_main_rejects_a_bad_params_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_main_rejects_a_bad_params_file(tmp_path: Path) -> None:
     params_file = tmp_path / "params.yaml"
     params_file.write_text("ingest:\n  max_paper: 3\n", encoding="utf-8")
-    assert main(["--params", str(params_file), "--root", str(tmp_path)]) == 2
-    assert "max_paper" in capsys.readouterr().err
+    result = CliRunner().invoke(
+        cli.app, ["ingest", "--params", str(params_file), "--root", str(tmp_path)]
+    )
+    assert result.exit_code == 2
+    assert "max_paper" in result.stderr

@@ -15,13 +15,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import Result
 from repo import REPO
+from typer.testing import CliRunner
 
+from pipelines import cli
 from pipelines.common.config import IngestParams, SampleParams, load_params
 from pipelines.common.io import safe_name
-from pipelines.ingest.sample import generator, ontology
-from pipelines.ingest.sample.__main__ import main
-from pipelines.ingest.sample.generator import (
+from pipelines.ingest.sample import ontology
+from pipelines.ingest.sample.generator import generate_mirror
+from pipelines.ingest.sample.generator.writer import use_q_macro
+from pipelines.ingest.sample.manifest import (
     ABSOLUTE_PATH,
     BOMB,
     BOMB_INFLATED_BYTES,
@@ -40,7 +44,6 @@ from pipelines.ingest.sample.generator import (
     WITHDRAWN,
     Manifest,
     VersionRecord,
-    generate_mirror,
     iter_tex_sources,
     load_manifest,
 )
@@ -575,33 +578,38 @@ def test_a_larger_corpus_keeps_ids_unique_and_a_handful_of_each_fault(tmp_path: 
     assert sum(1 for _ in (tmp_path / "mirror" / "e-print").iterdir()) > 1900
 
 
-def test_command_line_generates_the_mirror_from_params(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def sample_command(*arguments: str) -> Result:
+    return CliRunner().invoke(cli.app, ["sample", *arguments])
+
+
+def test_command_line_generates_the_mirror_from_params(tmp_path: Path) -> None:
     params = tmp_path / "params.yaml"
     params.write_text("sample:\n  n_papers: 25\n  seed: 3\n", encoding="utf-8")
-    code = main(["--params", str(params), "--root", str(tmp_path), "--no-progress"])
-    assert code == 0
-    out = capsys.readouterr().out
+    result = sample_command("--params", str(params), "--root", str(tmp_path), "--no-progress")
+    assert result.exit_code == 0
+    out = result.stdout
     assert "25 papers" in out and "bomb 1" in out
     assert load_manifest(tmp_path / "data" / "mirror").n_papers == 25
-    code = main(["--params", str(params), "--out", str(tmp_path / "x"), "--n-papers", "21"])
-    assert code == 0 and load_manifest(tmp_path / "x").n_papers == 21
+    result = sample_command(
+        "--params", str(params), "--out", str(tmp_path / "x"), "--n-papers", "21"
+    )
+    assert result.exit_code == 0 and load_manifest(tmp_path / "x").n_papers == 21
 
 
-def test_command_line_rejects_bad_params_with_a_message(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_command_line_rejects_bad_params_with_a_message(tmp_path: Path) -> None:
     params = tmp_path / "params.yaml"
     params.write_text("sample:\n  n_papers: 25\n  start_date: soon\n", encoding="utf-8")
-    assert main(["--params", str(params), "--root", str(tmp_path)]) == 2
-    assert "start_date" in capsys.readouterr().err
+    result = sample_command("--params", str(params), "--root", str(tmp_path))
+    assert result.exit_code == 2
+    assert "start_date" in result.stderr
     params.write_text("sample:\n  n_paper: 25\n", encoding="utf-8")
-    assert main(["--params", str(params), "--root", str(tmp_path)]) == 2
-    assert "n_paper" in capsys.readouterr().err
+    result = sample_command("--params", str(params), "--root", str(tmp_path))
+    assert result.exit_code == 2
+    assert "n_paper" in result.stderr
     params.write_text("sample:\n  n_papers: 4\n", encoding="utf-8")
-    assert main(["--params", str(params), "--root", str(tmp_path)]) == 2
-    assert "n_papers" in capsys.readouterr().err
+    result = sample_command("--params", str(params), "--root", str(tmp_path))
+    assert result.exit_code == 2
+    assert "n_papers" in result.stderr
 
 
 @pytest.mark.parametrize(
@@ -615,4 +623,4 @@ def test_command_line_rejects_bad_params_with_a_message(
 )
 def test_q_pochhammer_macro_keeps_whole_subscripts(formula: str, expected: str) -> None:
     # A control-word subscript such as \infty once lost all but its backslash.
-    assert generator._use_q_macro(formula) == expected
+    assert use_q_macro(formula) == expected

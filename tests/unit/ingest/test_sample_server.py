@@ -15,16 +15,8 @@ from typing import Any
 import pytest
 import requests
 
-from pipelines.ingest.sample.generator import (
-    PDF_ONLY,
-    TEX_GZ,
-    TEX_TAR,
-    WITHDRAWN,
-    Manifest,
-    generate_mirror,
-)
-from pipelines.ingest.sample.server import (
-    MirrorServer,
+from pipelines.ingest.sample.generator import generate_mirror
+from pipelines.ingest.sample.listing import (
     QueryError,
     format_time,
     load_entries,
@@ -32,6 +24,8 @@ from pipelines.ingest.sample.server import (
     parse_time,
     run_query,
 )
+from pipelines.ingest.sample.manifest import PDF_ONLY, TEX_GZ, TEX_TAR, WITHDRAWN, Manifest
+from pipelines.ingest.sample.server import MirrorServer
 
 ATOM = "{http://www.w3.org/2005/Atom}"
 OPENSEARCH = "{http://a9.com/-/spec/opensearch/1.1/}"
@@ -506,7 +500,7 @@ def test_stop_does_not_wait_for_a_stalled_request(mirror: tuple[Path, Manifest])
 
 
 def test_missing_mirror_names_the_command_to_run(tmp_path: Path) -> None:
-    with pytest.raises(FileNotFoundError, match="python -m pipelines.sample"):
+    with pytest.raises(FileNotFoundError, match="mathembed sample"):
         MirrorServer(tmp_path / "nowhere")
 
 

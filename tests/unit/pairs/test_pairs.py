@@ -14,7 +14,9 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from typer.testing import CliRunner
 
+from pipelines import cli
 from pipelines.common import io
 from pipelines.common.config import PairsParams
 from pipelines.common.names import normalise_name
@@ -24,7 +26,6 @@ from pipelines.pairs.stage import (
     build_pairs,
     chunks_naming,
     held_out_concepts,
-    main,
     query_id,
     run_pairs,
     stable_bucket,
@@ -633,19 +634,25 @@ def test_run_pairs_is_byte_for_byte_deterministic(tmp_path: Path, big: Tables) -
     assert (first.metrics / "data.json").read_text() == (second.metrics / "data.json").read_text()
 
 
-def test_main(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_main(tmp_path: Path) -> None:
     params = tmp_path / "params.yaml"
     params.write_text("pairs:\n  held_out_fraction: 0.25\n")
-    assert main(["--params", str(params), "--root", str(tmp_path)]) == 1
-    assert "run the prepare stage first" in capsys.readouterr().err
+    arguments = ["pairs", "--params", str(params), "--root", str(tmp_path)]
+    result = CliRunner().invoke(cli.app, arguments)
+    assert result.exit_code == 1
+    assert "run the prepare stage first" in result.stderr
     write_inputs(tmp_path, generated(20, 8))
-    assert main(["--params", str(params), "--root", str(tmp_path)]) == 0
-    assert "pairs:" in capsys.readouterr().out
+    result = CliRunner().invoke(cli.app, arguments)
+    assert result.exit_code == 0
+    assert "pairs:" in result.stdout
     assert (tmp_path / "data" / "training" / "pairs.parquet").is_file()
-    with pytest.raises(SystemExit) as exit_info:
-        main(["--help"])
-    assert exit_info.value.code == 0
-    assert "data/training/pairs.parquet" in capsys.readouterr().out
+    params.write_text("pairs:\n  held_out_fractoin: 0.25\n")
+    result = CliRunner().invoke(cli.app, arguments)
+    assert result.exit_code == 2  # a configuration error
+    assert "unknown key(s) ['held_out_fractoin']" in result.stderr
+    result = CliRunner().invoke(cli.app, ["pairs", "--help"])
+    assert result.exit_code == 0
+    assert "data/training/pairs.parquet" in result.stdout
 
 
 def test_missing_graph_is_a_clear_error(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""pipelines.latex: every cleaning rule, the chunker's invariants, statements, malformed input."""
+"""Cleaner and chunker: cleaning rules, chunker invariants, statements, malformed input."""
 
 from __future__ import annotations
 
@@ -9,18 +9,12 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from pipelines.prepare.latex import (
-    CITE_PLACEHOLDER,
-    REF_PLACEHOLDER,
-    chunk_spans,
-    chunk_text,
-    clean_inline,
-    clean_latex,
-    math_spans,
-    prepare_document,
-    statement_kind,
-    strip_comments,
-)
+from pipelines.prepare.chunker import chunk_spans, chunk_text, math_spans
+from pipelines.prepare.cleaner import clean_latex, prepare_document
+from pipelines.prepare.converter import clean_inline
+from pipelines.prepare.source import strip_comments
+from pipelines.prepare.statements import statement_kind
+from pipelines.prepare.vocabulary import CITE_PLACEHOLDER, REF_PLACEHOLDER
 
 
 def body(latex: str, preamble: str = "") -> str:

@@ -11,21 +11,16 @@ import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.compute as pc  # type: ignore[import-untyped]
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 import pytest
+from typer.testing import CliRunner
 
+from pipelines import cli
 from pipelines.common.config import ConfigError, PrepareParams
 from pipelines.common.io import quarantined, read_json, safe_name
 from pipelines.common.paths import Paths
-from pipelines.prepare import stage as prepare_module
-from pipelines.prepare.stage import (
-    CHUNKS_SCHEMA,
-    PAPERS_SCHEMA,
-    STATEMENTS_SCHEMA,
-    PrepareReport,
-    fingerprint,
-    load_previous,
-    main,
-    run_prepare,
-)
+from pipelines.common.tables import CHUNKS_SCHEMA, PAPERS_SCHEMA, STATEMENTS_SCHEMA
+from pipelines.prepare import cleaning, outputs
+from pipelines.prepare.outputs import fingerprint, load_previous
+from pipelines.prepare.stage import PrepareReport, run_prepare
 
 PARAMS = PrepareParams(chunk_chars=400, overlap_chars=80, min_chunk_chars=50)
 
@@ -231,13 +226,13 @@ class CountingPrepare:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.papers: list[str] = []
-        original = prepare_module.prepare_paper
+        original = cleaning.prepare_paper
 
         def counting(raw: Any, *args: Any, **kwargs: Any) -> Any:
             self.papers.append(raw.key)
             return original(raw, *args, **kwargs)
 
-        monkeypatch.setattr(prepare_module, "prepare_paper", counting)
+        monkeypatch.setattr(cleaning, "prepare_paper", counting)
 
 
 def test_rerun_does_no_work_and_changes_nothing(
@@ -301,7 +296,7 @@ def test_outputs_from_a_run_that_died_halfway_are_not_reused(
     # Simulate a crash between two writes: chunks from another run, papers from this one.
     table = pq.read_table(processed / "chunks.parquet")
     metadata = dict(table.schema.metadata)
-    metadata[prepare_module.RUN_KEY] = b"another run"
+    metadata[outputs.RUN_KEY] = b"another run"
     pq.write_table(table.replace_schema_metadata(metadata), processed / "chunks.parquet")
     counter = CountingPrepare(monkeypatch)
     report = run_prepare(PARAMS, Paths(store), progress=False, workers=1)
@@ -317,7 +312,7 @@ def test_process_pool_gives_the_same_outputs(
         for index in range(12):
             write_version(raw, f"2402.{index:05d}", 1, "tex", tex=paper_tex(f"topic{index}", 6))
     run_prepare(PARAMS, Paths(serial), progress=False, workers=1)
-    monkeypatch.setattr(prepare_module, "MIN_PAPERS_FOR_POOL", 1)
+    monkeypatch.setattr(cleaning, "MIN_PAPERS_FOR_POOL", 1)
     report = run_prepare(PARAMS, Paths(pooled), progress=False, workers=2)
     assert report.prepared == 12
     for name in ("papers.parquet", "chunks.parquet", "statements.parquet"):
@@ -376,18 +371,24 @@ def test_tex_paper_without_source_is_quarantined(tmp_path: Path) -> None:
 def test_main_runs_the_stage_from_params(store: Path) -> None:
     params = store / "params.yaml"
     params.write_text("prepare:\n  chunk_chars: 300\n  overlap_chars: 50\n", encoding="utf-8")
-    assert main(["--params", str(params), "--root", str(store), "--workers", "1"]) == 0
+    result = CliRunner().invoke(
+        cli.app, ["prepare", "--params", str(params), "--root", str(store), "--workers", "1"]
+    )
+    assert result.exit_code == 0
     metrics = read_json(Paths(store).metrics / "prepare.json")
     assert metrics["prepared"] == 3
     _, chunks, _ = tables(store)
     assert max(len(text) for text in chunks["text"].to_pylist()) <= 300
 
 
-def test_main_reports_a_bad_params_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_main_reports_a_bad_params_file(tmp_path: Path) -> None:
     params = tmp_path / "params.yaml"
     params.write_text("prepare:\n  chunk_size: 300\n", encoding="utf-8")
-    assert main(["--params", str(params), "--root", str(tmp_path)]) == 2
-    assert "chunk_size" in capsys.readouterr().err
+    result = CliRunner().invoke(
+        cli.app, ["prepare", "--params", str(params), "--root", str(tmp_path)]
+    )
+    assert result.exit_code == 2
+    assert "chunk_size" in result.stderr
 
 
 def test_unreadable_previous_passages_mean_cleaning_again_not_a_crash(

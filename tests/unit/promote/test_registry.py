@@ -1,4 +1,4 @@
-"""Promotion in a real MLflow registry (pipelines.promote.registry) on SQLite stores in
+"""Promotion in a real MLflow registry (pipelines.promote) on SQLite stores in
 tmp_path, with the promotion worlds of ``tests/promotion_worlds.py``."""
 
 from __future__ import annotations
@@ -26,23 +26,22 @@ from promotion_worlds import (
 from pipelines.common.io import write_json, write_parquet
 from pipelines.common.models import data_hash, model_fingerprint
 from pipelines.common.paths import Paths
-from pipelines.promote import registry
-from pipelines.promote.command import format_promotion
-from pipelines.promote.registry import (
-    PromotionLockedError,
-    PromotionRefusedError,
-    PromotionResult,
-    promotion_lock,
-    rollback,
-    status,
-)
+from pipelines.promote import promotion, run_log
+from pipelines.promote import scoring as promote_scoring
+from pipelines.promote.aliases import rollback, status
+from pipelines.promote.errors import PromotionError, PromotionLockedError, PromotionRefusedError
+from pipelines.promote.formatting import format_promotion
+from pipelines.promote.lock import promotion_lock
+from pipelines.promote.promotion import PromotionResult
+from pipelines.promote.store import Registry, tracking_uri
 
 # ----------------------------------------------------------------------------- tests
 
 
 def test_the_tiny_models_rank_by_what_they_know(world: World, bow_models: Models) -> None:
     """The premise of the other tests, checked with the real scoring."""
-    from pipelines.promote.registry import load_candidate, score_for_promotion
+    from pipelines.promote.candidate import load_candidate
+    from pipelines.promote.scoring import score_for_promotion
 
     means = {}
     for name in ("knows_2", "knows_4", "knows_4_variant", "knows_7"):
@@ -146,7 +145,7 @@ def test_first_promotion_beats_the_base_and_becomes_champion(
     requirements = next(artifacts.rglob("requirements.txt")).read_text().split()
     # Exactly the pinned list we passed, plus the mlflow pin MLflow always adds.
     assert sorted(requirements) == sorted(
-        [*registry.pip_requirements(), f"mlflow=={importlib.metadata.version('mlflow')}"]
+        [*run_log.pip_requirements(), f"mlflow=={importlib.metadata.version('mlflow')}"]
     )
     assert all("==" in line for line in requirements)
 
@@ -190,7 +189,7 @@ def test_worse_candidate_is_challenger_better_one_takes_over_and_rollback_restor
     assert demoted["rolled_back_at"] == undone.at
     assert client.get_model_version(MODEL_NAME, "1").tags["restored_by"] == "alice"
 
-    with pytest.raises(registry.PromotionError, match="no @previous version"):
+    with pytest.raises(PromotionError, match="no @previous version"):
         rollback(world.paths, world.params.promote)
     assert aliases(world)["champion"] == "1"
 
@@ -246,12 +245,12 @@ def test_a_rerun_after_a_crash_finishes_the_promotion_without_a_second_version(
 ) -> None:
     world.promote(world.install_candidate(bow_models.knows_4))
     world.install_candidate(bow_models.knows_7)
-    real_move = registry._move_aliases
+    real_move = promotion.move_aliases
 
     def crash(*args: object) -> None:
         raise KeyboardInterrupt("killed between registering and moving the aliases")
 
-    monkeypatch.setattr(registry, "_move_aliases", crash)
+    monkeypatch.setattr(promotion, "move_aliases", crash)
     with pytest.raises(KeyboardInterrupt):
         world.promote()
     # Registered but not settled; the aliases are untouched: still a valid registry.
@@ -259,7 +258,7 @@ def test_a_rerun_after_a_crash_finishes_the_promotion_without_a_second_version(
     client = client_of(world)
     assert "settled" not in client.get_model_version(MODEL_NAME, "2").tags
 
-    monkeypatch.setattr(registry, "_move_aliases", real_move)
+    monkeypatch.setattr(promotion, "move_aliases", real_move)
     finished = world.promote()
     assert finished.promoted and finished.version == "2" and not finished.already_registered
     assert aliases(world) == {"champion": "2", "challenger": None, "previous": "1"}
@@ -323,7 +322,7 @@ def test_the_champion_on_new_eval_data_stays_champion_and_is_not_compared_with_i
     first = world.promote(world.install_candidate(bow_models.knows_4))
     assert first.promoted and first.decision.candidate["mrr@10"] == pytest.approx(1.0)
     loads: list[object] = []
-    monkeypatch.setattr(registry, "load_registered_model", lambda *args: loads.append(args))
+    monkeypatch.setattr(promote_scoring, "load_registered_model", lambda *args: loads.append(args))
     shutil.rmtree(world.root / "data" / "cache" / "embeddings")  # would force a champion load
 
     new_data = write_eval_data(world, TOPICS)
@@ -351,12 +350,12 @@ def test_a_crash_during_a_redecision_is_finished_by_the_rerun(
     world.promote(world.install_candidate(bow_models.knows_4))
     assert not world.promote(world.install_candidate(bow_models.knows_7)).promoted
     new_data = write_eval_data(world, TOPICS)
-    real_move = registry._move_aliases
+    real_move = promotion.move_aliases
 
     def crash(*args: object) -> None:
         raise KeyboardInterrupt("killed between rewriting the decision and moving the aliases")
 
-    monkeypatch.setattr(registry, "_move_aliases", crash)
+    monkeypatch.setattr(promotion, "move_aliases", crash)
     with pytest.raises(KeyboardInterrupt):
         world.promote()
     client = client_of(world)
@@ -364,7 +363,7 @@ def test_a_crash_during_a_redecision_is_finished_by_the_rerun(
     assert tags["settled"] == "false"  # not mistaken for a recorded decision on this data
     assert aliases(world) == {"champion": "1", "challenger": "2", "previous": None}
 
-    monkeypatch.setattr(registry, "_move_aliases", real_move)
+    monkeypatch.setattr(promotion, "move_aliases", real_move)
     finished = world.promote()
     assert finished.redecided and finished.promoted and finished.version == "2"
     assert aliases(world) == {"champion": "2", "challenger": None, "previous": "1"}
@@ -374,16 +373,16 @@ def test_a_crash_during_a_redecision_is_finished_by_the_rerun(
 
     # The champion's own re-decision killed after its tags were rewritten: settled by the rerun.
     write_eval_data(world, TOPICS[2:])
-    real_rewrite = registry._rewrite_decision
+    real_rewrite = promotion.rewrite_decision
 
     def rewrite_then_crash(*args: object) -> None:
         real_rewrite(*args)  # type: ignore[arg-type]
         raise KeyboardInterrupt("killed before settling")
 
-    monkeypatch.setattr(registry, "_rewrite_decision", rewrite_then_crash)
+    monkeypatch.setattr(promotion, "rewrite_decision", rewrite_then_crash)
     with pytest.raises(KeyboardInterrupt):
         world.promote()
-    monkeypatch.setattr(registry, "_rewrite_decision", real_rewrite)
+    monkeypatch.setattr(promotion, "rewrite_decision", real_rewrite)
     resumed = world.promote()
     assert resumed.redecided and resumed.version == "2" and resumed.promoted
     assert resumed.decision.compared_against == "base"
@@ -449,13 +448,13 @@ def test_the_champion_is_rescored_from_the_registry_when_its_embeddings_are_not_
 ) -> None:
     first = world.promote(world.install_candidate(bow_models.knows_4))
     loads: list[str] = []
-    real_load = registry.load_registered_model
+    real_load = promote_scoring.load_registered_model
 
-    def counting_load(reg: registry.Registry, version: object) -> object:
+    def counting_load(reg: Registry, version: object) -> object:
         loads.append(str(getattr(version, "version", "")))
         return real_load(reg, version)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(registry, "load_registered_model", counting_load)
+    monkeypatch.setattr(promote_scoring, "load_registered_model", counting_load)
     world.promote(world.install_candidate(bow_models.knows_2))
     assert loads == []  # the champion's embeddings were cached when it was the candidate
 
@@ -588,13 +587,13 @@ def test_status_and_rollback_on_a_registry_that_does_not_exist_yet(world: World)
     shutil.rmtree(world.root / "mlruns")
     assert aliases(world) == {"champion": None, "challenger": None, "previous": None}
     assert not (world.root / "mlruns" / "mlflow.db").exists()  # status creates nothing
-    with pytest.raises(registry.PromotionError, match="nothing has been promoted yet"):
+    with pytest.raises(PromotionError, match="nothing has been promoted yet"):
         rollback(world.paths, world.params.promote)
 
 
 def test_rollback_needs_a_previous_champion(world: World, bow_models: Models) -> None:
     world.promote(world.install_candidate(bow_models.knows_4))
-    with pytest.raises(registry.PromotionError, match="no @previous version"):
+    with pytest.raises(PromotionError, match="no @previous version"):
         rollback(world.paths, world.params.promote)
     assert aliases(world)["champion"] == "1"
 
@@ -603,48 +602,60 @@ def test_the_default_store_is_sqlite_under_the_root_and_the_env_selects_a_server
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    uri = registry.tracking_uri(Paths(tmp_path))
+    uri = tracking_uri(Paths(tmp_path))
     assert uri == f"sqlite:///{tmp_path.resolve()}/mlruns/mlflow.db"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:5000")
-    assert registry.tracking_uri(Paths(tmp_path)) == "http://127.0.0.1:5000"
+    assert tracking_uri(Paths(tmp_path)) == "http://127.0.0.1:5000"
 
 
 def test_the_command_line_shell_prints_decisions_status_and_refusals(
-    world: World, bow_models: Models, capsys: pytest.CaptureFixture[str]
+    world: World, bow_models: Models
 ) -> None:
-    from pipelines.promote import command as promote_module
+    from typer.testing import CliRunner, Result
+
+    from pipelines import cli
 
     params_file = world.root / "params.yaml"
     params_file.write_text("evaluate:\n  ks: [1, 5, 10]\n")
     common = ["--root", str(world.root), "--params", str(params_file)]
 
-    assert promote_module.main(["status", *common]) == 0
-    assert capsys.readouterr().out.split() == ["champion", "-", "challenger", "-", "previous", "-"]
+    def invoke(*args: str) -> Result:
+        return CliRunner().invoke(cli.app, [*args, *common])
+
+    result = invoke("status")
+    assert result.exit_code == 0
+    assert result.stdout.split() == ["champion", "-", "challenger", "-", "previous", "-"]
 
     world.install_candidate(bow_models.knows_4)
-    assert promote_module.main(["promote", *common]) == 0
-    out = capsys.readouterr().out
+    result = invoke("promote")
+    assert result.exit_code == 0
+    out = result.stdout
     assert out.startswith("math-embed v1 PROMOTED to @champion")
     assert "compared with the base model" in out and "@champion v1" in out
 
-    assert promote_module.main(["promote", *common]) == 0
-    assert "already registered; recorded decision" in capsys.readouterr().out
+    result = invoke("promote")
+    assert result.exit_code == 0
+    assert "already registered; recorded decision" in result.stdout
 
     world.install_candidate(bow_models.knows_7)
-    assert promote_module.main([*common]) == 0  # promote is the default command
-    assert promote_module.main(["status", *common]) == 0
-    lines = capsys.readouterr().out.splitlines()[-3:]
+    assert invoke("promote").exit_code == 0
+    result = invoke("status")
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()[-3:]
     assert lines[0].startswith("champion   v2") and "mrr@10" in lines[0]
     assert lines[1].split() == ["challenger", "-"]
     assert lines[2].startswith("previous   v1")
 
-    assert promote_module.main(["rollback", *common, "--reason", "regression"]) == 0
-    assert "moved back to v1 (v2 demoted)" in capsys.readouterr().out
-    assert promote_module.main(["status", *common]) == 0
-    after = capsys.readouterr().out.splitlines()
+    result = CliRunner().invoke(cli.app, ["rollback", *common, "--reason", "regression"])
+    assert result.exit_code == 0
+    assert "moved back to v1 (v2 demoted)" in result.stdout
+    result = invoke("status")
+    assert result.exit_code == 0
+    after = result.stdout.splitlines()
     assert after[0].startswith("champion   v1") and "(restored " in after[0]
     assert after[2].split() == ["previous", "-"]
 
     (world.root / "metrics" / "data_quality.json").unlink()
-    assert promote_module.main(["promote", *common]) == 1
-    assert "promote: " in capsys.readouterr().err
+    result = invoke("promote")
+    assert result.exit_code == 1
+    assert "promote: " in result.stderr

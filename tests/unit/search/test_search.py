@@ -14,11 +14,13 @@ import numpy as np
 import pandas as pd
 import pytest
 from promotion_worlds import Models, World, build_bow_model, make_world, write_tables
+from typer.testing import CliRunner
 
+from pipelines import cli
 from pipelines.common.embeddings import EmbeddingCache
 from pipelines.common.io import write_parquet
-from pipelines.promote.registry import NoChampionError, version_fingerprint
-from pipelines.search import query as search_module
+from pipelines.promote.errors import NoChampionError
+from pipelines.promote.store import version_fingerprint
 from pipelines.search.query import Hit, format_hits, search
 
 
@@ -74,19 +76,19 @@ def test_search_without_a_corpus_says_to_run_the_pipeline(world: World, bow_mode
         search("lattice", 3, world.paths, world.params.promote)
 
 
-def test_the_command_line_prints_hits_or_the_reason(
-    world: World, bow_models: Models, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_the_command_line_prints_hits_or_the_reason(world: World, bow_models: Models) -> None:
     params_file = world.root / "params.yaml"
     params_file.write_text("evaluate:\n  ks: [1, 5, 10]\n")
-    argv = ["lattice", "-k", "2", "--root", str(world.root), "--params", str(params_file)]
+    argv = ["search", "lattice", "-k", "2", "--root", str(world.root), "--params", str(params_file)]
     shutil.rmtree(world.root / "mlruns")
-    assert search_module.main(argv) == 1
-    assert "search: no @champion" in capsys.readouterr().err
+    result = CliRunner().invoke(cli.app, argv)
+    assert result.exit_code == 1
+    assert "search: no @champion" in result.stderr
 
     world.promote(world.install_candidate(bow_models.knows_7))
-    assert search_module.main(argv) == 0
-    out = capsys.readouterr().out
+    result = CliRunner().invoke(cli.app, argv)
+    assert result.exit_code == 0
+    out = result.stdout
     assert out.count("On the lattice") == 2 and "[2401.00007v1#c000" in out
 
 
@@ -199,16 +201,16 @@ def test_minilm_champion_finds_the_planted_passage_and_loads_as_it_was_logged(
     # The corpus was embedded once, by promotion's scoring; search reused that cache entry.
     assert set((root / "data" / "cache" / "embeddings").rglob("*.npy")) == cache_files
 
-    from pipelines.promote import registry
+    from pipelines.promote import store
 
-    connected = registry.connect(minilm_world.paths, minilm_world.params.promote, create=False)
+    connected = store.connect(minilm_world.paths, minilm_world.params.promote, create=False)
     assert connected is not None
     champion = connected.version_by_alias("champion")
     assert champion is not None
     assert version_fingerprint(connected, champion) == result.fingerprint
     texts = [PASSAGES[2][1], "orbits of a group action"]
     before_logging = SentenceTransformer(str(minilm), device="cpu").encode(texts)
-    with registry._fluent_uri(connected.uri):
+    with store.fluent_uri(connected.uri):
         by_alias = mlflow.sentence_transformers.load_model("models:/math-embed@champion")
     np.testing.assert_allclose(by_alias.encode(texts), before_logging, atol=1e-5)
 

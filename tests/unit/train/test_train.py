@@ -14,31 +14,26 @@ import torch
 from fixtures_models import TINY_WORDS
 from repo import REPO
 from transformers import TrainerCallback
+from typer.testing import CliRunner
 
+from pipelines import cli
 from pipelines.common import io
 from pipelines.common.config import ConfigError, TrainParams, load_params
-from pipelines.common.models import (
-    METADATA_FILE,
-    ModelLoadError,
-    checkpoints_dir,
-    load_base_model,
-    model_fingerprint,
-)
+from pipelines.common.models import ModelLoadError, load_base_model, model_fingerprint
+from pipelines.common.paths import MODEL_METADATA_FILE as METADATA_FILE
 from pipelines.common.paths import Paths
-from pipelines.train.stage import (
-    RUN_FILE,
+from pipelines.train.checkpoints import RUN_FILE, prepare_checkpoints
+from pipelines.train.setup import (
     TrainError,
     build_loss,
     check_params,
     derive_matryoshka_dims,
-    main,
-    prepare_checkpoints,
     resolve_matryoshka_dims,
     run_key,
-    run_train,
     step_budget,
     validation_batch_size,
 )
+from pipelines.train.stage import run_train
 
 N_TRAIN = 40
 N_VALIDATION = 16
@@ -154,8 +149,8 @@ def test_training_writes_candidate_and_metrics_and_learns(
     assert metrics["final_loss"] == curve[-1] and metrics["validation_loss"] == validation[-1]
 
     # Finished: the checkpoints are superseded by the candidate.
-    assert not list(checkpoints_dir(paths).glob("checkpoint-*"))
-    assert not (checkpoints_dir(paths) / RUN_FILE).exists()
+    assert not list(paths.checkpoints.glob("checkpoint-*"))
+    assert not (paths.checkpoints / RUN_FILE).exists()
     assert not [p for p in candidate.parent.iterdir() if p.name.startswith(".candidate")]
 
     from sentence_transformers import SentenceTransformer
@@ -169,7 +164,7 @@ def test_killed_run_resumes_from_its_last_checkpoint(tiny_bert_dir: Path, tmp_pa
     params = toy_params(tiny_bert_dir, epochs=2)
     with pytest.raises(Killed, match=f"step {STEPS_PER_EPOCH}"):
         run_train(params, paths, progress=False, callbacks=[KillAfterFirstSave()])
-    assert (checkpoints_dir(paths) / f"checkpoint-{STEPS_PER_EPOCH}").is_dir()
+    assert (paths.checkpoints / f"checkpoint-{STEPS_PER_EPOCH}").is_dir()
     assert not (tmp_path / "models" / "candidate").exists()
 
     report = run_train(params, paths, progress=False)
@@ -210,7 +205,9 @@ def test_prepare_checkpoints_resumes_only_matching_complete_checkpoints(tmp_path
     assert resume == folder / "checkpoint-10" and "step 10" in note
     assert not (folder / "checkpoint-15").exists()
 
-    changed = run_key(replace(params, learning_rate=1e-4, epochs=4), "hash-a")
+    changed = run_key(
+        replace(params, learning_rate=params.learning_rate * 2, epochs=params.epochs + 1), "hash-a"
+    )
     resume, note = prepare_checkpoints(folder, changed)
     assert resume is None
     assert "starting fresh" in note and "epochs, learning_rate" in note
@@ -219,7 +216,11 @@ def test_prepare_checkpoints_resumes_only_matching_complete_checkpoints(tmp_path
 
     checkpoint(5)
     resume, note = prepare_checkpoints(
-        folder, run_key(replace(params, learning_rate=1e-4, epochs=4), "hash-b")
+        folder,
+        run_key(
+            replace(params, learning_rate=params.learning_rate * 2, epochs=params.epochs + 1),
+            "hash-b",
+        ),
     )
     assert resume is None and "different data" in note
 
@@ -382,10 +383,11 @@ def test_params_yaml_train_section_loads() -> None:
     assert isinstance(params.matryoshka_dims, tuple)
 
 
-def test_main_reports_missing_data_and_exits_1(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_the_command_reports_missing_data_and_exits_1(tmp_path: Path) -> None:
     params_file = tmp_path / "params.yaml"
     params_file.write_text(json.dumps({"train": {"batch_size": 4}}), encoding="utf-8")
-    assert main(["--params", str(params_file), "--root", str(tmp_path), "--no-progress"]) == 1
-    assert "pairs.parquet not found" in capsys.readouterr().err
+    result = CliRunner().invoke(
+        cli.app, ["train", "--params", str(params_file), "--root", str(tmp_path), "--no-progress"]
+    )
+    assert result.exit_code == 1
+    assert "pairs.parquet not found" in result.stderr

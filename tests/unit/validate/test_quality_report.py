@@ -20,20 +20,10 @@ from quality_tables import Tables, broken_tables, valid_tables
 from repo import REPO
 
 from pipelines.common.paths import Paths
-from pipelines.validate.report import (
-    OFFLINE_CSS,
-    QualityReportResult,
-    build_report,
-    chunk_frame,
-    chunks_suite,
-    data_docs_dir,
-    describe_expected,
-    describe_observed,
-    gx_context_dir,
-    offline_page,
-    pair_frame,
-    pairs_suite,
-)
+from pipelines.validate.pages import OFFLINE_CSS, offline_page
+from pipelines.validate.report import QualityReportResult, build_report
+from pipelines.validate.suites import chunk_frame, chunks_suite, pair_frame, pairs_suite
+from pipelines.validate.summaries import describe_expected, describe_observed
 
 
 class _Records(logging.Handler):
@@ -75,7 +65,7 @@ def broken_report(
 
 
 def site_files(root: Path, pattern: str) -> list[Path]:
-    return sorted(data_docs_dir(Paths(root)).rglob(pattern))
+    return sorted(Paths(root).data_quality_reports.rglob(pattern))
 
 
 # --------------------------------------------------------------------------- healthy data
@@ -100,7 +90,7 @@ def test_valid_data_passes_every_expectation(
 
 def test_files_land_under_the_given_root(valid_report: tuple[QualityReportResult, Path]) -> None:
     _, root = valid_report
-    site = data_docs_dir(Paths(root))
+    site = Paths(root).data_quality_reports
     assert (site / "index.html").is_file()
     assert [path.name for path in site_files(root, "*.html") if "expectations" in path.parts] == [
         "chunks.html",
@@ -108,7 +98,7 @@ def test_files_land_under_the_given_root(valid_report: tuple[QualityReportResult
     ]
     validation_pages = [path for path in site_files(root, "*.html") if "validations" in path.parts]
     assert sorted(path.parts[-4] for path in validation_pages) == ["chunks", "pairs"]
-    context = gx_context_dir(Paths(root))
+    context = Paths(root).gx
     for committed in (
         "great_expectations.yml",
         "expectations/chunks.json",
@@ -233,14 +223,14 @@ def test_missing_table_or_column_is_a_clear_error(tmp_path: Path) -> None:
         build_report(
             {**tables, "chunks": tables["chunks"].drop(columns="section")}, Paths(tmp_path)
         )
-    assert not data_docs_dir(Paths(tmp_path)).exists()
+    assert not Paths(tmp_path).data_quality_reports.exists()
 
 
 # --------------------------------------------------------------------------- re-runs
 
 
 def context_files(root: Path) -> dict[str, bytes]:
-    context = gx_context_dir(Paths(root))
+    context = Paths(root).gx
     return {
         path.relative_to(context).as_posix(): path.read_bytes()
         for path in sorted(context.rglob("*"))
@@ -257,9 +247,7 @@ def test_rerun_replaces_the_report_and_keeps_the_context_stable(tmp_path: Path) 
     # Only this run's pages and results remain.
     validation_pages = [p for p in site_files(tmp_path, "*.html") if "validations" in p.parts]
     assert len(validation_pages) == 2
-    results = list(
-        (gx_context_dir(Paths(tmp_path)) / "uncommitted" / "validations").rglob("*.json")
-    )
+    results = list((Paths(tmp_path).gx / "uncommitted" / "validations").rglob("*.json"))
     assert len(results) == 2
     page = second.index_html.read_text(encoding="utf-8")
     assert "2 of 2 suites passed." in page and "FAILED" not in page
@@ -284,7 +272,7 @@ def test_committed_gx_context_matches_the_code(
         return value
 
     for folder in ("expectations", "checkpoints", "validation_definitions"):
-        for built in sorted((gx_context_dir(Paths(root)) / folder).glob("*.json")):
+        for built in sorted((Paths(root).gx / folder).glob("*.json")):
             in_repo = committed / folder / built.name
             assert in_repo.is_file(), f"{in_repo} missing: rerun validate and commit gx/"
             assert without_ids(json.loads(in_repo.read_text())) == without_ids(
@@ -442,7 +430,7 @@ def test_importing_the_module_does_not_import_great_expectations() -> None:
     import subprocess
     import sys
 
-    code = "import sys, pipelines.quality_report; print('great_expectations' in sys.modules)"
+    code = "import sys, pipelines.validate.report; print('great_expectations' in sys.modules)"
     completed = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
     )

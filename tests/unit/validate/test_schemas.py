@@ -1,7 +1,8 @@
-"""pipelines.schemas: each table's model accepts the contract's data and names what it rejects.
+"""pipelines.validate.schemas: each table's model accepts the contract's data and names what
+it rejects.
 
 Every check is tried on a small hand-built table that breaks it (and only it); the policy
-around the checks (stop or quarantine) is tested in tests/test_validate.py.
+around the checks (stop or quarantine) is tested in tests/unit/validate/test_validate.py.
 """
 
 from __future__ import annotations
@@ -15,24 +16,35 @@ import pandera.pandas as pa
 import pytest
 
 from pipelines.common.config import ValidateParams
-from pipelines.graph.stage import CONCEPTS_SCHEMA, EDGES_SCHEMA, MENTIONS_SCHEMA, write_table
-from pipelines.pairs import stage as pairs_stage
-from pipelines.prepare import stage as prepare
+from pipelines.common.tables import (
+    CHUNKS_SCHEMA,
+    CONCEPTS_SCHEMA,
+    EDGES_SCHEMA,
+    MENTIONS_SCHEMA,
+    PAIRS_SCHEMA,
+    PAPERS_SCHEMA,
+    QRELS_SCHEMA,
+    QUERIES_SCHEMA,
+    STATEMENTS_SCHEMA,
+    TABLES,
+    write_table,
+)
 from pipelines.validate import schemas
+from pipelines.validate.references import REFERENCES
 
 PARAMS = ValidateParams()
 LONG_TEXT = "We study the Durfee square of a partition $\\lambda \\vdash n$ and its size. " * 2
 
 WRITER_SCHEMAS = {
-    "papers": prepare.PAPERS_SCHEMA,
-    "chunks": prepare.CHUNKS_SCHEMA,
-    "statements": prepare.STATEMENTS_SCHEMA,
+    "papers": PAPERS_SCHEMA,
+    "chunks": CHUNKS_SCHEMA,
+    "statements": STATEMENTS_SCHEMA,
     "concepts": CONCEPTS_SCHEMA,
     "edges": EDGES_SCHEMA,
     "mentions": MENTIONS_SCHEMA,
-    "pairs": pairs_stage.PAIRS_SCHEMA,
-    "queries": pairs_stage.QUERIES_SCHEMA,
-    "qrels": pairs_stage.QRELS_SCHEMA,
+    "pairs": PAIRS_SCHEMA,
+    "queries": QUERIES_SCHEMA,
+    "qrels": QRELS_SCHEMA,
 }
 
 
@@ -220,12 +232,12 @@ def failed_checks(table: str, data: pd.DataFrame, params: ValidateParams = PARAM
 # -- the contract's tables pass ---------------------------------------------------------
 
 
-@pytest.mark.parametrize("table", schemas.TABLES)
+@pytest.mark.parametrize("table", TABLES)
 def test_valid_rows_pass(table: str) -> None:
     assert failed_checks(table, frame(table)) == set()
 
 
-@pytest.mark.parametrize("table", schemas.TABLES)
+@pytest.mark.parametrize("table", TABLES)
 def test_models_agree_with_the_writers_parquet_schemas(table: str, tmp_path: Path) -> None:
     """The models' columns are the writers' columns, and what a writer writes (even an
     empty table) reads back as something the model accepts: the two cannot drift apart."""
@@ -238,7 +250,7 @@ def test_models_agree_with_the_writers_parquet_schemas(table: str, tmp_path: Pat
 
 
 def test_every_reference_names_real_columns() -> None:
-    for reference in schemas.REFERENCES:
+    for reference in REFERENCES:
         assert set(reference.columns) <= set(WRITER_SCHEMAS[reference.table].names)
         assert set(reference.parent_columns) <= set(WRITER_SCHEMAS[reference.parent].names)
         assert len(reference.columns) == len(reference.parent_columns)
@@ -247,7 +259,7 @@ def test_every_reference_names_real_columns() -> None:
 def test_row_level_names_are_checks_the_schemas_run() -> None:
     ran = {
         name.rpartition(":")[2]
-        for table in schemas.TABLES
+        for table in TABLES
         for name in schemas.check_names(schemas.table_schema(table, PARAMS))
     }
     assert ran >= schemas.ROW_LEVEL_CHECKS
@@ -519,15 +531,15 @@ def test_unescaped_count() -> None:
 
 
 def test_reference_finds_dangling_rows_on_composite_keys() -> None:
-    (reference,) = [r for r in schemas.REFERENCES if r.table == "chunks"]
+    (reference,) = [r for r in REFERENCES if r.table == "chunks"]
     papers = frame("papers")
     chunks = frame("chunks").assign(version=[1, 1])  # 2401.00001 is at version 2
     assert reference.dangling(chunks, papers).tolist() == [True, False]
 
 
 def test_reference_restricted_to_some_rows() -> None:
-    (to_chunks,) = [r for r in schemas.REFERENCES if r.name == "positive_chunk_exists"]
-    (to_statements,) = [r for r in schemas.REFERENCES if r.name == "positive_statement_exists"]
+    (to_chunks,) = [r for r in REFERENCES if r.name == "positive_chunk_exists"]
+    (to_statements,) = [r for r in REFERENCES if r.name == "positive_statement_exists"]
     pairs = frame("pairs")
     assert not to_chunks.dangling(pairs, frame("chunks")).any()
     assert not to_statements.dangling(pairs, frame("statements")).any()

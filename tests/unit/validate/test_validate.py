@@ -18,30 +18,37 @@ from typing import Any
 import pandas as pd
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 import pytest
+from click.testing import Result
 from repo import REPO
+from typer.testing import CliRunner
 
+from pipelines import cli
 from pipelines.common.config import ValidateParams, load_params
 from pipelines.common.paths import Paths
-from pipelines.graph.stage import (
+from pipelines.common.tables import (
+    CHUNKS_SCHEMA,
     CONCEPTS_SCHEMA,
     EDGES_SCHEMA,
     MENTIONS_SCHEMA,
-    run_graph,
+    PAIRS_SCHEMA,
+    PAPERS_SCHEMA,
+    QRELS_SCHEMA,
+    QUERIES_SCHEMA,
+    STATEMENTS_SCHEMA,
+    TABLES,
     write_table,
 )
+from pipelines.graph.stage import run_graph
 from pipelines.ingest.sample.generator import generate_mirror
 from pipelines.ingest.sample.server import MirrorServer
 from pipelines.ingest.stage import ArxivClient, run_ingest
-from pipelines.pairs import stage as pairs_stage
 from pipelines.pairs.stage import run_pairs
-from pipelines.prepare import stage as prepare
 from pipelines.prepare.stage import run_prepare
 from pipelines.validate import schemas
 from pipelines.validate.stage import (
     FAILED_CHECK,
     ValidationError,
     ValidationResult,
-    main,
     run_validate,
     validate_tables,
 )
@@ -49,15 +56,15 @@ from pipelines.validate.stage import (
 PARAMS = load_params(REPO / "params.yaml")
 LENIENT = ValidateParams(max_row_failure_fraction=1.0)  # quarantine whatever fails
 WRITER_SCHEMAS = {
-    "papers": prepare.PAPERS_SCHEMA,
-    "chunks": prepare.CHUNKS_SCHEMA,
-    "statements": prepare.STATEMENTS_SCHEMA,
+    "papers": PAPERS_SCHEMA,
+    "chunks": CHUNKS_SCHEMA,
+    "statements": STATEMENTS_SCHEMA,
     "concepts": CONCEPTS_SCHEMA,
     "edges": EDGES_SCHEMA,
     "mentions": MENTIONS_SCHEMA,
-    "pairs": pairs_stage.PAIRS_SCHEMA,
-    "queries": pairs_stage.QUERIES_SCHEMA,
-    "qrels": pairs_stage.QRELS_SCHEMA,
+    "pairs": PAIRS_SCHEMA,
+    "queries": QUERIES_SCHEMA,
+    "qrels": QRELS_SCHEMA,
 }
 FOLDERS = {
     "papers": "processed",
@@ -98,7 +105,7 @@ def pipeline_root(tmp_path_factory: pytest.TempPathFactory) -> Paths:
 def read_inputs(paths: Paths) -> Tables:
     return {
         table: pd.read_parquet(Path(getattr(paths, FOLDERS[table])) / f"{table}.parquet")
-        for table in schemas.TABLES
+        for table in TABLES
     }
 
 
@@ -164,16 +171,16 @@ def data(clean_slice: Tables) -> Tables:
 
 @pytest.fixture
 def quality_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[dict[str, pd.DataFrame], Paths]]:
-    """Stands in for pipelines.quality_report (its own tests run Great Expectations)."""
+    """Stands in for pipelines.validate.report (its own tests run Great Expectations)."""
     calls: list[tuple[dict[str, pd.DataFrame], Paths]] = []
-    fake = types.ModuleType("pipelines.quality_report")
+    fake = types.ModuleType("pipelines.validate.report")
 
     def build_report(tables: dict[str, pd.DataFrame], paths: Paths) -> types.SimpleNamespace:
         calls.append((tables, paths))
         return REPORT_BUILT
 
     fake.build_report = build_report  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "pipelines.quality_report", fake)
+    monkeypatch.setitem(sys.modules, "pipelines.validate.report", fake)
     return calls
 
 
@@ -230,7 +237,7 @@ def write_inputs(tables: Tables, root: Path) -> Paths:
 
 
 def assert_counts_add_up(result: ValidationResult, tables: Tables) -> None:
-    for table in schemas.TABLES:
+    for table in TABLES:
         outcome = result.tables[table]
         assert outcome.rows_in == len(tables[table])
         assert outcome.kept == len(result.kept[table])
@@ -307,7 +314,7 @@ def test_a_failing_row_is_shown_in_the_message(data: Tables) -> None:
     set_value(data["papers"], 0, "paper_id", "2401.1")
     message = str(failure(data))
     assert "paper_id='2401.1'" in message
-    assert "python -m pipelines.prepare" in message  # where to fix it
+    assert "mathembed prepare" in message  # where to fix it
 
 
 def test_all_structural_failures_are_collected(data: Tables) -> None:
@@ -582,7 +589,7 @@ def test_bad_anchors_are_quarantined(data: Tables, change: dict[str, str], check
     assert result.tables["pairs"].kept == len(data["pairs"]) - 1
 
 
-@pytest.mark.parametrize("table", schemas.TABLES)
+@pytest.mark.parametrize("table", TABLES)
 def test_duplicate_ids_keep_the_first_row(data: Tables, table: str) -> None:
     frame = data[table]
     data[table] = pd.concat([frame, frame.iloc[:1]], ignore_index=True)
@@ -608,7 +615,7 @@ def test_quarantine_arithmetic_over_every_table(data: Tables) -> None:
     result = validate_tables(data, LENIENT)
     assert_counts_add_up(result, data)
     assert sum(outcome.quarantined for outcome in result.tables.values()) > 5
-    for table in schemas.TABLES:
+    for table in TABLES:
         key = list(schemas.KEYS[table])
         together = pd.concat(
             [result.kept[table], result.quarantined[table].drop(columns=FAILED_CHECK)]
@@ -674,7 +681,7 @@ def test_run_validate_writes_validated_tables_quarantine_and_metrics(
 
     metrics = json.loads((paths.metrics / "data_quality.json").read_text())
     assert metrics == report.metrics
-    for table in schemas.TABLES:
+    for table in TABLES:
         source = Path(getattr(paths, FOLDERS[table])) / f"{table}.parquet"
         validated = paths.validated / f"{table}.parquet"
         quarantined = paths.quarantine / f"{table}.parquet"
@@ -701,31 +708,37 @@ def test_run_validate_writes_validated_tables_quarantine_and_metrics(
     # The Great Expectations report is built from the validated tables.
     ((tables, given_paths),) = quality_calls
     assert given_paths == paths and report.quality_report is REPORT_BUILT
-    assert set(tables) == set(schemas.TABLES)
+    assert set(tables) == set(TABLES)
     assert len(tables["chunks"]) == metrics["tables"]["chunks"]["kept"]
 
 
+def validate_command(*arguments: str) -> Result:
+    return CliRunner().invoke(cli.app, ["validate", *arguments])
+
+
 def test_main_succeeds_and_summarises(
-    data: Tables, tmp_path: Path, capsys: pytest.CaptureFixture[str], quality_calls: list[Any]
+    data: Tables, tmp_path: Path, quality_calls: list[Any]
 ) -> None:
     data["chunks"].loc[chunk_with_dependents(data), "text"] = "short"
     write_inputs(data, tmp_path)
     params = tmp_path / "params.yaml"
     params.write_text("validate:\n  max_row_failure_fraction: 1.0\n")
-    assert main(["--root", str(tmp_path), "--params", str(params)]) == 0
-    out = capsys.readouterr().out
+    result = validate_command("--root", str(tmp_path), "--params", str(params))
+    assert result.exit_code == 0
+    out = result.stdout
     assert "chunks: 1 of" in out and "text:passage_length 1" in out
     assert "reports/data_quality/index.html (all expectations met)" in out
     assert (tmp_path / "metrics" / "data_quality.json").is_file()
 
 
 def test_main_fails_with_a_clear_message_and_records_the_failure(
-    data: Tables, tmp_path: Path, capsys: pytest.CaptureFixture[str], quality_calls: list[Any]
+    data: Tables, tmp_path: Path, quality_calls: list[Any]
 ) -> None:
     data["qrels"].loc[0, "chunk_id"] = "2401.99999v1#c0000"
     write_inputs(data, tmp_path)
-    assert main(["--root", str(tmp_path), "--params", str(REPO / "params.yaml")]) == 1
-    err = capsys.readouterr().err
+    result = validate_command("--root", str(tmp_path), "--params", str(REPO / "params.yaml"))
+    assert result.exit_code == 1
+    err = result.stderr
     assert "[qrels] chunk_exists" in err and "chunk_id='2401.99999v1#c0000'" in err
     assert not (tmp_path / "data" / "validated").exists()
     # The failure is recorded (promotion reads it), overwriting any earlier success.
@@ -734,21 +747,22 @@ def test_main_fails_with_a_clear_message_and_records_the_failure(
     assert quality_calls == []
 
 
-def test_main_reports_missing_inputs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--root", str(tmp_path), "--params", str(REPO / "params.yaml")]) == 1
-    err = capsys.readouterr().err
-    assert "papers.parquet not found" in err and "python -m pipelines.prepare" in err
+def test_main_reports_missing_inputs(tmp_path: Path) -> None:
+    result = validate_command("--root", str(tmp_path), "--params", str(REPO / "params.yaml"))
+    assert result.exit_code == 1
+    err = result.stderr
+    assert "papers.parquet not found" in err and "mathembed prepare" in err
 
 
-def test_main_rejects_a_bad_params_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_main_rejects_a_bad_params_file(tmp_path: Path) -> None:
     params = tmp_path / "params.yaml"
     params.write_text("validate:\n  max_row_failure_fractoin: 0.1\n")
-    assert main(["--root", str(tmp_path), "--params", str(params)]) == 1
-    assert "max_row_failure_fractoin" in capsys.readouterr().err
+    result = validate_command("--root", str(tmp_path), "--params", str(params))
+    assert result.exit_code == 2  # a configuration error (the argparse main gave 1)
+    assert "max_row_failure_fractoin" in result.stderr
 
 
-def test_main_help(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as exit_info:
-        main(["--help"])
-    assert exit_info.value.code == 0
-    assert "data/quarantine/<table>.parquet" in capsys.readouterr().out
+def test_main_help() -> None:
+    result = validate_command("--help")
+    assert result.exit_code == 0
+    assert "data/quarantine/<table>.parquet" in result.stdout

@@ -1,0 +1,151 @@
+"""Scoring: embed the evaluation set with a model, rank the corpus with ``metrics_rs.knn``
+at each Matryoshka dimension (truncate, then L2-normalise) and score the rankings with
+``metrics_rs.evaluate`` — the one place the metrics are defined. The evaluate stage and
+promotion both score through here, so their numbers agree on the same data.
+
+Embeddings go through :class:`pipelines.common.embeddings.EmbeddingCache`, keyed by model
+fingerprint and texts hash: a model whose embeddings are all cached is not even loaded.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+import metrics_rs
+from pipelines.common.embeddings import (
+    EmbeddingCache,
+    Embeddings,
+    LazyModel,
+    embed_cached,
+    matryoshka,
+)
+from pipelines.evaluate.eval_set import EvalSet, Subset
+from pipelines.evaluate.sources import ModelSource
+
+
+@dataclass
+class Timer:
+    """Seconds spent per phase, for the stage's time split."""
+
+    seconds: dict[str, float] = field(
+        default_factory=lambda: {"embedding": 0.0, "knn": 0.0, "metrics": 0.0, "reports": 0.0}
+    )
+
+    def add(self, phase: str, started: float) -> None:
+        self.seconds[phase] += time.perf_counter() - started
+
+
+def effective_ks(ks: Sequence[int], n_docs: int) -> list[int]:
+    """``ks`` sorted, without cut-offs above the corpus size (``[n_docs]`` if none is left)."""
+    if not ks or any(k < 1 for k in ks):
+        raise ValueError(f"params.yaml evaluate.ks must be positive integers, got {list(ks)}")
+    kept = sorted({k for k in ks if k <= n_docs})
+    return kept or [n_docs]
+
+
+def rank_subset(ranked: npt.NDArray[np.int64], subset: Subset, depth: int) -> npt.NDArray[np.int64]:
+    """The subset's rows of ``ranked`` with excluded ids removed, cut to ``depth`` columns."""
+    rows = ranked[subset.rows]
+    if not any(subset.excluded):
+        return np.ascontiguousarray(rows[:, :depth])
+    out = np.empty((len(subset.rows), depth), dtype=np.int64)
+    for i, (row, excluded) in enumerate(zip(rows, subset.excluded, strict=True)):
+        kept = [doc for doc in row.tolist() if doc not in excluded]
+        if len(kept) < depth:  # pragma: no cover - the search depth guarantees enough
+            raise RuntimeError(f"ranking too short for subset {subset.name}: {len(kept)} < {depth}")
+        out[i] = kept[:depth]
+    return out
+
+
+@dataclass(frozen=True)
+class SubsetScores:
+    n_queries: int
+    ks: list[int]
+    means: dict[int, dict[str, float]]  # dim -> metric -> mean
+    per_query: dict[int, dict[str, npt.NDArray[np.float64]]]  # dim -> metric -> values
+
+
+def score_model(
+    query_embeddings: Embeddings,
+    corpus_embeddings: Embeddings,
+    subsets: Sequence[Subset],
+    *,
+    ks: Sequence[int],
+    dims: Sequence[int],
+    timer: Timer | None = None,
+) -> dict[str, SubsetScores]:
+    """kNN + metrics for every dim and subset, from full-dimension embeddings."""
+    timer = timer or Timer()
+    n_docs = corpus_embeddings.shape[0]
+    max_excluded = max((len(e) for s in subsets for e in s.excluded), default=0)
+    depth_all = max(effective_ks(ks, n_docs))
+    search_depth = min(n_docs, depth_all + max_excluded)
+    plan = {}
+    for subset in subsets:
+        room = n_docs - max((len(e) for e in subset.excluded), default=0)
+        subset_ks = [k for k in effective_ks(ks, n_docs) if k <= room] or [room]
+        plan[subset.name] = (subset, subset_ks)
+    means: dict[str, dict[int, dict[str, float]]] = {name: {} for name in plan}
+    per_query: dict[str, dict[int, dict[str, npt.NDArray[np.float64]]]] = {n: {} for n in plan}
+    for dim in dims:
+        started = time.perf_counter()
+        queries = matryoshka(query_embeddings, dim, normalize=True)
+        corpus = matryoshka(corpus_embeddings, dim, normalize=True)
+        ranked, _scores = metrics_rs.knn(queries, corpus, search_depth)
+        timer.add("knn", started)
+        started = time.perf_counter()
+        for name, (subset, subset_ks) in plan.items():
+            if len(subset.rows) == 0:
+                continue
+            rankings = rank_subset(ranked, subset, max(subset_ks))
+            result = metrics_rs.evaluate(
+                rankings, subset.qrels, subset_ks, per_query=True, n_docs=n_docs
+            )
+            per_query[name][dim] = dict(result.pop("per_query"))
+            means[name][dim] = {
+                metric: float(value)
+                for metric, value in result.items()
+                if metric not in ("n_queries", "n_skipped")
+            }
+        timer.add("metrics", started)
+    return {
+        name: SubsetScores(len(subset.rows), subset_ks, means[name], per_query[name])
+        for name, (subset, subset_ks) in plan.items()
+    }
+
+
+def embed_eval_set(
+    source: ModelSource,
+    eval_set: EvalSet,
+    *,
+    cache: EmbeddingCache | None,
+    batch_size: int,
+    progress: bool = False,
+) -> tuple[Embeddings, Embeddings]:
+    """Full-dimension, unnormalised query and corpus embeddings; the model loads lazily."""
+    model = LazyModel(source.load)
+
+    def embed(texts: list[str]) -> Embeddings:
+        try:
+            return embed_cached(
+                model,
+                texts,
+                model_fingerprint=source.fingerprint,
+                cache=cache,
+                batch_size=batch_size,
+                progress=progress,
+            )
+        except ValueError as error:
+            raise ValueError(f"{source.name} model ({source.info['source']}): {error}") from error
+
+    return embed(eval_set.query_texts), embed(eval_set.corpus_texts)
+
+
+def dim_key(dim: int) -> str:
+    """The key of one dimension's scores in ``eval.json``: ``dim_384``."""
+    return f"dim_{dim}"

@@ -1,0 +1,373 @@
+"""The graph stage's per-paper cache: what an incremental run reuses.
+
+The per-paper work (extraction, then the mention scan) is cached in
+``data/cache/graph/per_paper.json`` by a hash of the paper's content
+(:func:`document_hash`). An extraction is reused under the same extractor fingerprint
+(extractor, its version, the stage's code, the graph params); a scan under the same code
+and surface forms or, when this run only *added* surface forms, when the paper lacks a
+word of each added form (none of them can match there, so a scan with the larger set finds
+exactly what it found before). Everything after that (merging, edges, descriptions) is
+redone from the per-paper results every run, so the outputs are the same as a
+from-scratch build's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+from tqdm import tqdm  # type: ignore[import-untyped]
+
+from pipelines.common import io
+from pipelines.common.config import GraphParams
+from pipelines.common.names import SurfaceMatcher
+from pipelines.common.paths import Paths
+from pipelines.common.tables import RELATIONS, Relation
+from pipelines.graph.extractor import (
+    ConceptCandidate,
+    Extraction,
+    Extractor,
+    PaperDocument,
+    RelationCandidate,
+)
+from pipelines.graph.rules import RulesExtractor
+from pipelines.graph.scan import WORD, DocumentScan, scan_document
+from pipelines.graph.workers import (
+    LazyPool,
+    advance,
+    advance_one,
+    batches,
+    extract_batch,
+    scan_batch,
+)
+
+# Bump when the cache file's layout changes.
+CACHE_FORMAT = 1
+# The code a cached extraction or scan depends on, besides every module of this package:
+# the concept-name rules and the allowed values it shares (in pipelines/common).
+_SHARED_CODE = ("names.py", "tables.py")
+
+
+@dataclass
+class GraphCache:
+    """Per-paper results of the last run, by :func:`document_hash`, as JSON-ready values.
+
+    ``extractions`` are valid under ``extractor_fingerprint``; ``scans`` under
+    ``scan_code`` and the matcher's ``forms`` (surface form -> concept key) they were made
+    with. An entry that does not read back is recomputed. Each run replaces the contents by
+    its own results (:func:`extract_all`, :func:`scan_all`), so papers no longer in the
+    corpus drop out.
+    """
+
+    extractor_fingerprint: str = ""
+    extractions: dict[str, Any] = field(default_factory=dict)
+    scan_code: str = ""
+    forms: dict[str, str] = field(default_factory=dict)
+    scans: dict[str, Any] = field(default_factory=dict)
+
+
+def cache_path(paths: Paths) -> Path:
+    """The per-paper cache: kept across runs, not a DVC output (like the LLM reply cache)."""
+    return paths.graph_cache / "per_paper.json"
+
+
+def load_cache(path: Path) -> GraphCache:
+    """The cache at ``path``; an empty one when it is missing or does not read back."""
+    if not path.is_file():
+        return GraphCache()
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+        if value.get("format") != CACHE_FORMAT:
+            raise ValueError(f"format {value.get('format')!r}, expected {CACHE_FORMAT}")
+        cache = GraphCache(
+            extractor_fingerprint=str(value["extractor_fingerprint"]),
+            extractions=dict(value["extractions"]),
+            scan_code=str(value["scan_code"]),
+            forms=dict(value["forms"]),
+            scans=dict(value["scans"]),
+        )
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as error:
+        print(
+            f"graph: ignoring the unreadable cache {path} ({error}); recomputing", file=sys.stderr
+        )
+        return GraphCache()
+    return cache
+
+
+def save_cache(path: Path, cache: GraphCache) -> None:
+    """Write ``cache`` to ``path`` atomically (compact JSON: it holds every paper)."""
+    # By hand, not dataclasses.asdict: that deep-copies every entry.
+    value = {
+        "format": CACHE_FORMAT,
+        "extractor_fingerprint": cache.extractor_fingerprint,
+        "extractions": cache.extractions,
+        "scan_code": cache.scan_code,
+        "forms": cache.forms,
+        "scans": cache.scans,
+    }
+    io.write_text(path, json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+
+
+# -- fingerprints ---------------------------------------------------------------------
+
+
+def code_fingerprint() -> str:
+    """A hash of the code that extracts and scans one paper: any edit to it invalidates the
+    cache."""
+    package = Path(__file__).parent
+    common = package.parent / "common"
+    digest = hashlib.sha256(f"graph cache format {CACHE_FORMAT}".encode())
+    for path in [*sorted(package.glob("*.py")), *(common / name for name in _SHARED_CODE)]:
+        name = f"{path.parent.name}/{path.name}"
+        digest.update(name.encode("utf-8") + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def extractor_fingerprint(extractor: Extractor, params: GraphParams) -> str | None:
+    """What a cached extraction is valid for, or ``None`` when ``extractor`` cannot be cached.
+
+    An extractor is cacheable when it has a ``version`` (the rules one): the same paper
+    then always gives the same extraction. The LLM extractor has none; it keeps its own
+    cache of replies.
+    """
+    version = getattr(extractor, "version", None)
+    if version is None:
+        return None
+    described = {
+        "code": code_fingerprint(),
+        "extractor": extractor.name,
+        "class": f"{type(extractor).__module__}.{type(extractor).__qualname__}",
+        "version": version,
+        "params": asdict(params),
+    }
+    return io.sha256_hex(json.dumps(described, sort_keys=True, default=str).encode("utf-8"))
+
+
+def document_hash(document: PaperDocument) -> str:
+    """A hash of everything the extractor and the scan read of a paper (ids included)."""
+    content = [
+        document.paper_id,
+        document.title,
+        document.abstract,
+        list(document.categories),
+        [[chunk.chunk_id, chunk.text] for chunk in document.chunks],
+        [[s.statement_id, s.kind, s.name, s.text] for s in document.statements],
+    ]
+    return io.sha256_hex(json.dumps(content, ensure_ascii=False).encode("utf-8"))
+
+
+# -- JSON form ------------------------------------------------------------------------
+
+
+def extraction_to_json(extraction: Extraction) -> dict[str, Any]:
+    # By hand, not dataclasses.asdict: that deep-copies every string (seconds on a corpus).
+    return {
+        "paper_id": extraction.paper_id,
+        "concepts": [
+            {
+                "display_name": concept.display_name,
+                "type": concept.type,
+                "evidence": concept.evidence,
+                "description": concept.description,
+                "aliases": list(concept.aliases),
+                "defining_text": concept.defining_text,
+                "chunk_id": concept.chunk_id,
+            }
+            for concept in extraction.concepts
+        ],
+        "relations": [
+            {"source": relation.source, "target": relation.target, "relation": relation.relation}
+            for relation in extraction.relations
+        ],
+        "skipped_reason": extraction.skipped_reason,
+    }
+
+
+def extraction_from_json(value: Any, paper_id: str) -> Extraction | None:
+    """The cached extraction of ``paper_id``, or ``None`` when ``value`` is not one."""
+    try:
+        if value["paper_id"] != paper_id:
+            return None
+        concepts = tuple(
+            ConceptCandidate(**{**concept, "aliases": tuple(concept["aliases"])})
+            for concept in value["concepts"]
+        )
+        relations = tuple(RelationCandidate(**relation) for relation in value["relations"])
+        extraction = Extraction(paper_id, concepts, relations, value["skipped_reason"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    fields_ok = all(
+        isinstance(text, str)
+        for concept in concepts
+        for text in (
+            concept.display_name,
+            concept.type,
+            concept.evidence,
+            concept.description,
+            concept.defining_text,
+            concept.chunk_id,
+            *concept.aliases,
+        )
+    ) and all(isinstance(r.source, str) and isinstance(r.target, str) for r in relations)
+    relations_ok = all(relation.relation in RELATIONS for relation in relations)
+    return extraction if fields_ok and relations_ok else None
+
+
+def scan_to_json(scan: DocumentScan) -> dict[str, Any]:
+    # Statement texts are the document's own: only the concepts named are stored.
+    return {
+        "paper_id": scan.paper_id,
+        "mentions": scan.mentions,
+        "relations": scan.relations,
+        "statements": [sorted(named) for _text, named in scan.statement_concepts],
+        "words": sorted(scan.words),
+    }
+
+
+def scan_from_json(value: Any, document: PaperDocument) -> DocumentScan | None:
+    """The cached scan of ``document``, or ``None`` when ``value`` is not one."""
+    try:
+        if value["paper_id"] != document.paper_id:
+            return None
+        mentions = [(key, chunk_id) for key, chunk_id in value["mentions"]]
+        relations = [(source, target, relation) for source, target, relation in value["relations"]]
+        named = [frozenset(keys) for keys in value["statements"]]
+        words = frozenset(value["words"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    if len(named) != len(document.statements):
+        return None
+    strings = [*itertools.chain.from_iterable(mentions), *itertools.chain(*named), *words]
+    strings += [end for source, target, _r in relations for end in (source, target)]
+    if not all(isinstance(text, str) for text in strings):
+        return None
+    if not all(relation in RELATIONS for _s, _t, relation in relations):
+        return None
+    return DocumentScan(
+        document.paper_id,
+        mentions,
+        [(source, target, cast(Relation, relation)) for source, target, relation in relations],
+        [
+            (statement.text, keys)
+            for statement, keys in zip(document.statements, named, strict=True)
+        ],
+        words,
+    )
+
+
+# -- the per-paper work, cached or computed -------------------------------------------
+
+
+def extract_all(
+    documents: Sequence[PaperDocument],
+    hashes: Sequence[str],
+    extractor: Extractor,
+    params: GraphParams,
+    cache: GraphCache | None,
+    pool: LazyPool,
+    min_papers_for_pool: int,
+    disable_progress: bool | None,
+) -> tuple[list[Extraction], int]:
+    """Every paper's extraction, from the cache where it holds one; and how many it held."""
+    fingerprint = extractor_fingerprint(extractor, params) if cache is not None else None
+    found: list[Extraction | None] = [None] * len(documents)
+    if cache is not None and fingerprint is not None and cache.extractor_fingerprint == fingerprint:
+        for index, (document, digest) in enumerate(zip(documents, hashes, strict=True)):
+            if digest in cache.extractions:
+                found[index] = extraction_from_json(cache.extractions[digest], document.paper_id)
+    todo = [documents[index] for index, extraction in enumerate(found) if extraction is None]
+    reused = len(documents) - len(todo)
+    progress = tqdm(total=len(todo), desc="graph: extract", unit="paper", disable=disable_progress)
+    executor = pool.get() if len(todo) >= min_papers_for_pool else None
+    if executor is not None and isinstance(extractor, RulesExtractor):
+        computed = [
+            extraction
+            for batch in executor.map(extract_batch, batches(todo, pool.workers))
+            for extraction in advance(progress, batch)
+        ]
+    else:
+        computed = [advance_one(progress, extractor.extract(document)) for document in todo]
+    progress.close()
+    fresh = iter(computed)
+    extractions = [extraction or next(fresh) for extraction in found]
+    if cache is not None and fingerprint is not None:
+        cache.extractor_fingerprint = fingerprint
+        # A reused entry is kept as read: converting it back would cost as much as reading.
+        cache.extractions = {
+            digest: cache.extractions[digest] if was_cached is not None else extraction_to_json(new)
+            for digest, was_cached, new in zip(hashes, found, extractions, strict=True)
+        }
+    return extractions, reused
+
+
+def scan_all(
+    documents: Sequence[PaperDocument],
+    hashes: Sequence[str],
+    surfaces: dict[str, list[str]],
+    matcher: SurfaceMatcher,
+    cache: GraphCache | None,
+    pool: LazyPool,
+    min_papers_for_pool: int,
+    disable_progress: bool | None,
+) -> tuple[list[DocumentScan], int, int]:
+    """Every paper's scan, from the cache where it still holds; how many were reused, and
+    how many of those after a probe for added surface forms."""
+    found: list[DocumentScan | None] = [None] * len(documents)
+    probed = 0
+    code = code_fingerprint() if cache is not None else ""
+    if cache is not None and cache.scan_code == code:
+        forms = matcher.key_of_form
+        # Reusable as is when every earlier form still names the same concept; with forms
+        # added since, only if the paper cannot contain one of them.
+        if all(forms.get(form) == key for form, key in cache.forms.items()):
+            added_words = [
+                frozenset(WORD.findall(form)) for form in forms if form not in cache.forms
+            ]
+            for index, (document, digest) in enumerate(zip(documents, hashes, strict=True)):
+                if digest not in cache.scans:
+                    continue
+                scan = scan_from_json(cache.scans[digest], document)
+                if scan is not None and added_words:
+                    if _needs_rescan(added_words, scan.words):
+                        continue
+                    probed += 1
+                found[index] = scan
+    todo = [documents[index] for index, scan in enumerate(found) if scan is None]
+    progress = tqdm(total=len(todo), desc="graph: mentions", unit="paper", disable=disable_progress)
+    executor = pool.get() if len(todo) >= min_papers_for_pool else None
+    if executor is not None:
+        token = io.sha256_hex(repr(sorted(surfaces.items())).encode("utf-8"))
+        tasks = [(token, surfaces, batch) for batch in batches(todo, pool.workers)]
+        computed = [
+            scan for batch in executor.map(scan_batch, tasks) for scan in advance(progress, batch)
+        ]
+    else:
+        computed = [advance_one(progress, scan_document(document, matcher)) for document in todo]
+    progress.close()
+    fresh = iter(computed)
+    scans = [scan or next(fresh) for scan in found]
+    if cache is not None:
+        cache.scan_code = code
+        cache.forms = dict(matcher.key_of_form)
+        cache.scans = {
+            digest: cache.scans[digest] if was_cached is not None else scan_to_json(new)
+            for digest, was_cached, new in zip(hashes, found, scans, strict=True)
+        }
+    return scans, len(documents) - len(todo), probed
+
+
+def _needs_rescan(added_words: Sequence[frozenset[str]], paper_words: frozenset[str]) -> bool:
+    """Whether a form with one of these word sets might match in a paper with these words.
+
+    Where a form matches, each of its words is a whole word of the text (the matcher
+    demands a non-word character on both sides, and the form's own separators are in the
+    text), so a paper lacking a word of every added form cannot contain any of them. A
+    form without words is assumed to match anywhere.
+    """
+    return any(words <= paper_words for words in added_words)

@@ -1,0 +1,139 @@
+"""The cleaner: LaTeX source → clean text, passages for embedding and the statements a paper
+proves.
+
+Pure functions, no I/O. :func:`prepare_document` is what the ``prepare`` stage calls on
+one ``source.tex``; it runs, in order:
+
+1. **sanitise**: CRLF → LF, control characters removed (and counted: a source with
+   more than :data:`BINARY_FRACTION` control characters or U+FFFD is binary, not
+   LaTeX, and is reported *fatal*);
+2. **comments**: ``%`` to the end of the line, the newline and the next line's leading
+   blanks (TeX's own rule), but not ``\\%``;
+3. **preamble**: everything before ``\\begin{document}`` is dropped, after collecting
+   from it the macro definitions, ``\\newtheorem`` declarations and ``\\keywords`` /
+   ``\\subjclass`` (kept as "Keywords: …" / "Mathematics Subject Classification: …"
+   paragraphs at the top, for the graph stage); everything after ``\\end{document}``
+   is dropped too;
+4. **macros**: user macros and environments, defined in the preamble or the body, are
+   expanded everywhere, math included (:mod:`pipelines.prepare.macros`);
+5. **conversion**: one linear pass over the body turns math into ``$…$``, drops
+   formatting, layout and references, splits sections and collects statements
+   (:mod:`pipelines.prepare.converter`);
+6. **whitespace**: paragraphs are separated by exactly one blank line; inside a
+   paragraph every whitespace run is one space.
+
+The cleaned text keeps one invariant the chunker and later stages rely on: ``$`` only
+ever delimits math (a literal dollar in the text is written ``\\$``).
+
+Malformed input never raises: unbalanced braces (an argument that never closes runs to
+the end of its paragraph, as TeX's "Runaway argument" does), unterminated math or
+environments, a missing ``\\begin{document}``, unknown environments. Each such repair
+is listed in ``problems``; a source with nothing usable left has ``fatal`` set.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from pipelines.prepare.chunker import Chunk, chunk_spans
+from pipelines.prepare.converter import Converter, Section
+from pipelines.prepare.macros import Definitions, collect_definitions, expand_macros
+from pipelines.prepare.source import Problems, arg_span_end, sanitise, strip_comments
+from pipelines.prepare.statements import Statement
+
+# Bump when the cleaner's output changes, so that cached per-paper outputs are redone.
+CLEANER_VERSION = "1"
+BINARY_FRACTION = 0.01  # more control/replacement characters than this → not LaTeX
+_BEGIN_DOCUMENT = re.compile(r"\\begin\s*\{document\}")
+_END_DOCUMENT = re.compile(r"\\end\s*\{document\}")
+_FRONT_MATTER = re.compile(r"\\(keywords|subjclass)(?![A-Za-z@])")
+
+
+@dataclass(frozen=True)
+class CleanedDocument:
+    sections: tuple[Section, ...]
+    statements: tuple[Statement, ...]
+    problems: tuple[str, ...]
+    fatal: str | None = None
+
+    @property
+    def text(self) -> str:
+        return "\n\n".join(section.text for section in self.sections if section.text)
+
+
+@dataclass(frozen=True)
+class PreparedDocument:
+    """What ``prepare`` keeps of one paper: passages, statements and what went wrong.
+
+    ``fatal`` is set when nothing usable is left (the stage quarantines the paper);
+    ``problems`` lists the repairs made on malformed input (informational).
+    """
+
+    chunks: tuple[Chunk, ...]
+    statements: tuple[Statement, ...]
+    problems: tuple[str, ...]
+    fatal: str | None
+    dropped_short: int = 0
+
+
+def prepare_document(
+    source: str, *, chunk_chars: int, overlap_chars: int, min_chunk_chars: int
+) -> PreparedDocument:
+    """Clean ``source`` (a whole ``.tex`` file) and cut each section into passages."""
+    cleaned = clean_latex(source)
+    if cleaned.fatal is not None:
+        return PreparedDocument((), (), cleaned.problems, cleaned.fatal)
+    chunks: list[Chunk] = []
+    dropped = 0
+    for section in cleaned.sections:
+        for start, end in chunk_spans(section.text, chunk_chars, overlap_chars, min_chunk_chars):
+            if end - start >= min_chunk_chars:
+                chunks.append(Chunk(section.title, section.text[start:end]))
+            else:
+                dropped += 1
+    fatal = None
+    if not chunks:
+        fatal = f"no passage of at least {min_chunk_chars} characters after cleaning"
+    return PreparedDocument(tuple(chunks), cleaned.statements, cleaned.problems, fatal, dropped)
+
+
+def clean_latex(source: str) -> CleanedDocument:
+    """Clean a whole LaTeX document (see the module docstring for the rules)."""
+    problems = Problems()
+    text, bad_chars = sanitise(source)
+    if text.strip() == "":
+        return CleanedDocument((), (), problems.items(), "empty source")
+    if bad_chars > BINARY_FRACTION * len(source) and bad_chars > 8:
+        share = bad_chars / max(len(source), 1)
+        return CleanedDocument(
+            (), (), problems.items(), f"not LaTeX: {share:.0%} control or undecodable characters"
+        )
+    text = strip_comments(text)
+    begin = _BEGIN_DOCUMENT.search(text)
+    if begin is None:
+        problems.add("no \\begin{document}: the whole file is read as the body")
+        preamble, body = "", text
+    else:
+        preamble, body = text[: begin.start()], text[begin.end() :]
+    end = _END_DOCUMENT.search(body)
+    if end is not None:
+        body = body[: end.start()]
+    elif begin is not None:
+        problems.add("no \\end{document}: read to the end of the file")
+
+    definitions = Definitions()
+    preamble = collect_definitions(preamble, definitions, problems)
+    body = collect_definitions(body, definitions, problems)
+    front_matter = "".join(
+        f"\\{match.group(1)}" + preamble[match.end() : arg_span_end(preamble, match.end())]
+        for match in _FRONT_MATTER.finditer(preamble)
+    )
+    body = expand_macros(front_matter + "\n\n" + body, definitions, problems)
+
+    converter = Converter(definitions.theorems, problems)
+    converter.convert(body)
+    sections = converter.sections()
+    statements = converter.statements()
+    fatal = None if any(section.text for section in sections) else "no text left after cleaning"
+    return CleanedDocument(sections, statements, problems.items(), fatal)

@@ -1,0 +1,69 @@
+"""The lines ``mathembed promote``, ``status`` and ``rollback`` print (the nightly flow
+logs the same promotion summary)."""
+
+from __future__ import annotations
+
+from pipelines.promote.aliases import AliasStatus, RollbackResult
+from pipelines.promote.promotion import PromotionResult
+from pipelines.promote.tags import TAG_ROLLED_BACK
+
+
+def format_promotion(result: PromotionResult) -> str:
+    """A few lines: decided what, against whom, the metrics, where the aliases point."""
+    decision = result.decision
+    outcome = "PROMOTED to @champion" if decision.promote else "not promoted: @challenger"
+    if result.redecided:
+        again = " (registered before; decided again on new evaluation data)"
+    elif result.already_registered:
+        again = " (already registered; recorded decision)"
+    else:
+        again = ""
+    against = (
+        f"champion v{result.compared_version}"
+        if decision.compared_against == "champion"
+        else "the base model"
+    )
+    lines = [
+        f"{result.registered_model} v{result.version} {outcome}{again}",
+        f"  compared with {against}: {decision.reason}",
+    ]
+    for metric, delta in decision.deltas.items():
+        lines.append(
+            f"  {metric}: candidate {decision.candidate[metric]:.4f}  "
+            f"{decision.compared_against} {decision.other[metric]:.4f}  ({delta:+.4f})"
+        )
+    if decision.p_value is not None:
+        lines.append(f"  p-value: {decision.p_value:.4g}")
+    lines.append("  aliases: " + _aliases_line(result.aliases))
+    lines.append(f"  run {result.run_id} at {result.tracking_uri}")
+    return "\n".join(lines)
+
+
+def format_status(entries: list[AliasStatus]) -> str:
+    """One line per alias: version and the metrics it scored when it was decided on."""
+    lines = []
+    for entry in entries:
+        if entry.version is None:
+            lines.append(f"{entry.alias:<10} -")
+            continue
+        metrics = "  ".join(f"{name} {value:.4f}" for name, value in entry.metrics.items())
+        notes = []
+        if TAG_ROLLED_BACK in entry.tags:
+            notes.append(f"rolled back {entry.tags[TAG_ROLLED_BACK]}")
+        if "restored_at" in entry.tags:
+            notes.append(f"restored {entry.tags['restored_at']}")
+        suffix = f"  ({'; '.join(notes)})" if notes else ""
+        decided = entry.tags.get("decided_at", "")
+        lines.append(f"{entry.alias:<10} v{entry.version:<4} {metrics}  {decided}{suffix}")
+    return "\n".join(lines)
+
+
+def format_rollback(result: RollbackResult) -> str:
+    return (
+        f"@champion moved back to v{result.restored} (v{result.demoted} demoted) "
+        f"by {result.actor} at {result.at}: {result.reason}"
+    )
+
+
+def _aliases_line(aliases: dict[str, str | None]) -> str:
+    return ", ".join(f"@{alias} v{version}" for alias, version in aliases.items() if version)

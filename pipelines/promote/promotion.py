@@ -1,0 +1,298 @@
+"""Champion/challenger promotion in the MLflow Model Registry: the I/O shell around decide.
+
+:func:`promote_candidate` (``mathembed promote``; the nightly flow calls it too):
+
+1. reads ``models/candidate/`` and its ``mathembed.json``, and refuses a candidate whose
+   data did not pass validation (``metrics/data_quality.json``) — before touching MLflow;
+2. takes the promotion lock (``mlruns/promote.lock``), so two promotions never interleave;
+3. connects to MLflow: ``sqlite:///<root>/mlruns/mlflow.db`` with artifacts under
+   ``<root>/mlruns/artifacts`` by default, or the server named by ``MLFLOW_TRACKING_URI``;
+4. returns the recorded outcome if a version with the candidate's fingerprint is already
+   registered and was decided on the current evaluation data (the hash of the validated
+   chunks, queries and qrels): promoting the same candidate twice registers it once.
+   When the evaluation data has changed since, that version is decided again on the new
+   data — compared with the current ``@champion`` (or the base model with none), its tags
+   and aliases updated, the superseded decision kept in its ``decision_history`` tag; no
+   second version. The champion itself re-presented is not compared with itself: it stays
+   champion and the record gets its scores against the base model on the new data
+   (:func:`pipelines.promote.decision.decide_for_champion`). A version withdrawn by
+   ``mathembed rollback`` is scored and recorded but gets no alias back automatically;
+5. scores the candidate, the base model and the ``@champion`` on the same validated
+   queries in this run (:mod:`pipelines.promote.scoring`);
+6. decides with :func:`pipelines.promote.decision.decide` and the ``promote`` section of
+   ``params.yaml``;
+7. logs one MLflow run (:mod:`pipelines.promote.run_log`), registers it as a version of
+   ``math-embed`` carrying the decision tags (:mod:`pipelines.promote.tags`), then moves
+   the aliases: promoted → ``champion`` (the old champion becomes
+   ``previous``); otherwise → ``challenger``;
+8. writes ``metrics/promotion.json``.
+
+A crash anywhere leaves the registry consistent and a rerun finishes the job: the version
+is tagged ``settled`` only after its aliases moved, and an unsettled version (or a
+finished run with a logged model but no version) is picked up again instead of being
+registered twice. A re-decision first sets ``settled`` to ``false`` and writes the
+``eval_data_hash`` tag after the other decision tags, so a crash in the middle of one is
+also finished by the rerun. If MLflow cannot be reached, nothing is written and
+:class:`~pipelines.promote.errors.RegistryError` says so; the candidate stays on disk,
+untouched, for a rerun.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pipelines.common import io
+from pipelines.common.config import Params
+from pipelines.common.paths import Paths
+from pipelines.promote.candidate import Candidate, load_candidate, require_validated
+from pipelines.promote.decision import Decision, decide, decide_for_champion
+from pipelines.promote.lock import promotion_lock
+from pipelines.promote.provenance import now
+from pipelines.promote.run_log import find_logged_run, log_run, logged_model_id
+from pipelines.promote.scoring import champion_source, eval_data_hash, score_for_promotion
+from pipelines.promote.store import (
+    CHALLENGER,
+    CHAMPION,
+    PREVIOUS,
+    Registry,
+    connect,
+    fluent_uri,
+    registry_errors,
+)
+from pipelines.promote.tags import (
+    TAG_EVAL_DATA,
+    TAG_FINGERPRINT,
+    TAG_ROLLED_BACK,
+    TAG_SETTLED,
+    decision_tags,
+    held_back,
+    recorded_decision,
+    rewrite_decision,
+)
+
+if TYPE_CHECKING:
+    from mlflow.entities.model_registry import ModelVersion
+
+
+@dataclass(frozen=True)
+class PromotionResult:
+    """What :func:`promote_candidate` did; ``as_json`` is ``metrics/promotion.json``.
+
+    ``already_registered``: the version was found decided on this evaluation data and its
+    recorded decision is returned. ``redecided``: the version was registered before, on
+    other evaluation data, and this call decided it again (no new version).
+    """
+
+    registered_model: str
+    version: str
+    fingerprint: str
+    run_id: str
+    decision: Decision
+    compared_version: str | None
+    aliases: dict[str, str | None]
+    already_registered: bool
+    tracking_uri: str
+    decided_at: str
+    redecided: bool = False
+
+    @property
+    def promoted(self) -> bool:
+        return self.decision.promote
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "registered_model": self.registered_model,
+            "version": self.version,
+            "fingerprint": self.fingerprint,
+            "run_id": self.run_id,
+            "promoted": self.decision.promote,
+            "reason": self.decision.reason,
+            "compared_against": self.decision.compared_against,
+            "compared_version": self.compared_version,
+            "p_value": self.decision.p_value,
+            "deltas": self.decision.deltas,
+            "candidate": self.decision.candidate,
+            self.decision.compared_against: self.decision.other,
+            "aliases": self.aliases,
+            "already_registered": self.already_registered,
+            "redecided": self.redecided,
+            "tracking_uri": self.tracking_uri,
+            "decided_at": self.decided_at,
+        }
+
+
+def promotion_file(paths: Paths) -> Path:
+    """``metrics/promotion.json``: the last decision, as :meth:`PromotionResult.as_json`."""
+    return paths.metric_file("promotion")
+
+
+def promote_candidate(
+    params: Params, paths: Paths, *, candidate_dir: Path | None = None
+) -> PromotionResult:
+    """Register the candidate and move the aliases by the promotion rule (module docstring).
+
+    Raises :class:`PromotionRefusedError` (not eligible), :class:`PromotionLockedError`
+    (another promotion is running), :class:`RegistryError` (MLflow unreachable or
+    failing; nothing promoted, safe to rerun) and
+    :class:`~pipelines.promote.decision.QueryMismatchError`.
+    """
+    candidate = load_candidate(candidate_dir or paths.candidate)
+    data_quality = require_validated(paths, candidate)
+    with promotion_lock(paths, params.promote.lock_timeout_seconds):
+        registry = connect(paths, params.promote, create=True)
+        assert registry is not None
+        with registry_errors(registry.uri, candidate.directory), fluent_uri(registry.uri):
+            result = _promote_locked(params, paths, candidate, registry, data_quality)
+        io.write_json(promotion_file(paths), result.as_json())
+    return result
+
+
+def _promote_locked(
+    params: Params,
+    paths: Paths,
+    candidate: Candidate,
+    registry: Registry,
+    data_quality: Mapping[str, Any],
+) -> PromotionResult:
+    current_eval_data = eval_data_hash(paths)
+    existing = registry.version_by_fingerprint(candidate.fingerprint)
+    # A "settled" tag at all means the version was decided and acted on once; "false" is
+    # a re-decision under way (a fresh version has no such tag until it is settled).
+    redecided = existing is not None and TAG_SETTLED in existing.tags
+    decided_on_this_data = (
+        existing is not None and existing.tags.get(TAG_EVAL_DATA) == current_eval_data
+    )
+    if existing is not None and existing.tags.get(TAG_SETTLED) == "true" and decided_on_this_data:
+        return _recorded_result(registry, existing, already_registered=True)
+    champion = registry.version_by_alias(CHAMPION)
+    is_champion = (
+        existing is not None
+        and champion is not None
+        and str(champion.version) == str(existing.version)
+    )
+    if existing is not None and is_champion and decided_on_this_data:
+        # A rerun after a crash between moving `champion` and settling: only settle. (The
+        # eval-data tag is written last, so the decision tags for this data are complete.)
+        registry.client.set_model_version_tag(
+            registry.model_name, existing.version, TAG_SETTLED, "true"
+        )
+        return _recorded_result(
+            registry, registry.version(existing.version), False, redecided=redecided
+        )
+
+    # The champion re-presented on new data is scored against the base only.
+    compared = None if is_champion else champion
+    scored = score_for_promotion(
+        params,
+        paths,
+        candidate,
+        champion_source(registry, compared) if compared is not None else None,
+    )
+    if is_champion:
+        decision = decide_for_champion(scored.candidate, scored.base, params.promote)
+    else:
+        decision = decide(scored.candidate, scored.champion, scored.base, params.promote)
+    withdrawn = existing is not None and TAG_ROLLED_BACK in existing.tags
+    if withdrawn:
+        assert existing is not None
+        decision = held_back(decision, existing.tags)
+    decided_at = now()
+    tags = decision_tags(
+        decision, scored, candidate, compared, params.promote, decided_at, paths.root
+    )
+
+    if existing is None:
+        run_id, model_uri = find_logged_run(registry, params.promote, candidate.fingerprint)
+        if run_id is None:
+            run_id, model_uri = log_run(
+                params, paths, candidate, registry, decision, scored, data_quality, champion
+            )
+        _ensure_registered_model(registry)
+        version = str(
+            registry.client.create_model_version(
+                registry.model_name,
+                model_uri,
+                run_id=run_id,
+                tags=tags,
+                model_id=logged_model_id(model_uri),
+            ).version
+        )
+    else:  # registered before: decided on other data, or by an attempt that crashed
+        version, run_id = str(existing.version), existing.run_id or ""
+        rewrite_decision(registry, existing, tags)
+
+    if not is_champion and not withdrawn:
+        move_aliases(registry, str(version), decision, champion)
+    registry.client.set_model_version_tag(registry.model_name, str(version), TAG_SETTLED, "true")
+    return PromotionResult(
+        registered_model=registry.model_name,
+        version=str(version),
+        fingerprint=candidate.fingerprint,
+        run_id=run_id,
+        decision=decision,
+        compared_version=str(compared.version) if compared is not None else None,
+        aliases=registry.aliases(),
+        already_registered=False,
+        tracking_uri=registry.uri,
+        decided_at=decided_at,
+        redecided=redecided,
+    )
+
+
+def move_aliases(
+    registry: Registry, version: str, decision: Decision, champion: ModelVersion | None
+) -> None:
+    """Promoted: old champion → ``previous``, this version → ``champion``; else → ``challenger``.
+
+    ``previous`` moves first, so a crash in between leaves both aliases on the old
+    champion (still a valid registry) and the rerun completes the move. A version that
+    is promoted while it holds ``challenger`` (re-decided on new data) loses that alias.
+    """
+    client, name = registry.client, registry.model_name
+    if decision.promote:
+        if champion is not None:
+            client.set_registered_model_alias(name, PREVIOUS, str(champion.version))
+        client.set_registered_model_alias(name, CHAMPION, version)
+        # A challenger re-decided on new data and now promoted is no longer a challenger.
+        challenger = registry.version_by_alias(CHALLENGER)
+        if challenger is not None and str(challenger.version) == version:
+            client.delete_registered_model_alias(name, CHALLENGER)
+    else:
+        client.set_registered_model_alias(name, CHALLENGER, version)
+
+
+def _ensure_registered_model(registry: Registry) -> None:
+    from mlflow.exceptions import MlflowException
+
+    try:
+        registry.client.get_registered_model(registry.model_name)
+    except MlflowException as error:
+        if error.error_code != "RESOURCE_DOES_NOT_EXIST":
+            raise
+        registry.client.create_registered_model(
+            registry.model_name,
+            description="mathembed: sentence embeddings for mathematical concept retrieval",
+        )
+
+
+def _recorded_result(
+    registry: Registry, version: ModelVersion, already_registered: bool, *, redecided: bool = False
+) -> PromotionResult:
+    """The outcome a settled version records in its tags (idempotent re-promotion)."""
+    tags = version.tags
+    return PromotionResult(
+        registered_model=registry.model_name,
+        version=str(version.version),
+        fingerprint=tags.get(TAG_FINGERPRINT, ""),
+        run_id=version.run_id or "",
+        decision=recorded_decision(tags),
+        compared_version=tags.get("compared_version") or None,
+        aliases=registry.aliases(),
+        already_registered=already_registered,
+        tracking_uri=registry.uri,
+        decided_at=tags.get("decided_at", ""),
+        redecided=redecided,
+    )
