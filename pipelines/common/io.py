@@ -106,8 +106,8 @@ def quarantine(
     ``payload`` beside it as ``<id>.bin`` so it can be inspected or replayed.
     Returns the path of the JSON record.
     """
-    folder = quarantine_dir / stage
-    name = safe_name(item_id)
+    record_path = quarantine_record_path(quarantine_dir, stage, item_id)
+    name = record_path.stem
     record: dict[str, Any] = {
         "id": item_id,
         "stage": stage,
@@ -116,12 +116,16 @@ def quarantine(
         "details": details or {},
     }
     if payload is not None:
-        write_bytes(folder / f"{name}.bin", payload)
+        write_bytes(record_path.with_suffix(".bin"), payload)
         record["payload"] = f"{name}.bin"
         record["payload_sha256"] = sha256_hex(payload)
-    record_path = folder / f"{name}.json"
     write_json(record_path, record)
     return record_path
+
+
+def quarantine_record_path(quarantine_dir: Path, stage: str, item_id: str) -> Path:
+    """Where :func:`quarantine` records ``item_id`` for ``stage``."""
+    return quarantine_dir / stage / f"{safe_name(item_id)}.json"
 
 
 def ensure_quarantine(quarantine_dir: Path, stage: str) -> Path:

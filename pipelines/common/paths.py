@@ -8,6 +8,10 @@ from pathlib import Path
 
 #: The small JSON a model folder written by train carries: fingerprint, base model, data.
 MODEL_METADATA_FILE = "mathembed.json"
+#: A paper version in the raw store, ``data/raw/<id>/v<n>/``: its metadata (written last,
+#: so a folder without it is still being written) and its flattened LaTeX.
+RAW_META_FILE = "meta.json"
+RAW_SOURCE_FILE = "source.tex"
 
 
 @dataclass(frozen=True)

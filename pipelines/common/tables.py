@@ -10,6 +10,7 @@ take their allowed values from here. :func:`write_table` is the one Parquet writ
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -157,6 +158,30 @@ class Table:
         """Where the producing stage writes it under ``paths``."""
         folder: Path = getattr(paths, self.folder)
         return folder / self.file_name
+
+    def read(self, paths: Paths, columns: Sequence[str] = ()) -> pd.DataFrame:
+        """The table as its stage wrote it under ``paths``, with at least ``columns``.
+
+        A missing file or column is an error that names the stage to run.
+        """
+        path = self.path(paths)
+        if not path.is_file():
+            raise FileNotFoundError(
+                f"{path} not found; run the {self.stage} stage first "
+                f"(mathembed {self.stage}, or make repro)"
+            )
+        frame = pd.read_parquet(path)
+        missing = [column for column in columns if column not in frame.columns]
+        if missing:
+            raise ValueError(
+                f"{path} lacks column(s) {missing}; it was written by an older {self.stage} "
+                f"stage: rerun {self.stage}"
+            )
+        return frame
+
+    def validated_path(self, paths: Paths) -> Path:
+        """Its copy that passed validation: what training, evaluation and search read."""
+        return paths.validated / self.file_name
 
 
 #: The tables, in pipeline order.

@@ -21,8 +21,11 @@ import pandas as pd
 
 from pipelines.common import io
 from pipelines.common.paths import Paths
+from pipelines.common.tables import TABLES
 
 SUBSETS = ("seen", "unseen")
+#: The validated tables an evaluation reads: the passages, the queries, their judgments.
+EVAL_TABLES = ("chunks", "queries", "qrels")
 REPRO_HINT = "run `make repro` (dvc repro validate) to rebuild data/validated/"
 
 
@@ -183,8 +186,7 @@ def build_eval_set(
 
 def load_eval_set(paths: Paths) -> EvalSet:
     """Read the validated corpus, queries and qrels (never the unvalidated tables)."""
-    folder = paths.validated
-    sources = {name: folder / f"{name}.parquet" for name in ("chunks", "queries", "qrels")}
+    sources = {name: TABLES[name].validated_path(paths) for name in EVAL_TABLES}
     tables = {}
     for name, path in sources.items():
         if not path.is_file():

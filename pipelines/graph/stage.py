@@ -86,23 +86,9 @@ def documents_from_tables(
 
 def read_processed(paths: Paths) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """The prepare stage's tables, checked for the columns this stage reads."""
-    tables = []
-    for name, columns in REQUIRED_COLUMNS.items():
-        path = TABLES[name].path(paths)
-        if not path.is_file():
-            raise FileNotFoundError(
-                f"{path} not found; run the {TABLES[name].stage} stage first "
-                f"(mathembed {TABLES[name].stage})"
-            )
-        frame = io.read_parquet(path)
-        missing = [column for column in columns if column not in frame.columns]
-        if missing:
-            raise ValueError(
-                f"{path} lacks column(s) {missing}; it was written by an older prepare "
-                "stage: rerun prepare"
-            )
-        tables.append(frame)
-    papers, chunks, statements = tables
+    papers, chunks, statements = (
+        TABLES[name].read(paths, columns) for name, columns in REQUIRED_COLUMNS.items()
+    )
     return papers, chunks, statements
 
 

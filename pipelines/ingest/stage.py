@@ -28,7 +28,7 @@ from tqdm import tqdm  # type: ignore[import-untyped]  # no stubs pinned (types-
 
 from pipelines.common import io
 from pipelines.common.config import ConfigError, IngestParams
-from pipelines.common.paths import Paths
+from pipelines.common.paths import RAW_META_FILE, RAW_SOURCE_FILE, Paths
 from pipelines.ingest.arxiv.archive import (
     AbstractOnly,
     ArchiveLimits,
@@ -49,8 +49,6 @@ logger = logging.getLogger(__name__)
 
 STAGE = "ingest"
 WATERMARK_FILE = "watermark.json"
-META_FILE = "meta.json"
-SOURCE_FILE = "source.tex"
 EPRINT_FILE = "eprint.bin"
 COUNT_KEYS = ("tex", "abstract_only", "withdrawn", "skipped", "quarantined")
 
@@ -96,7 +94,7 @@ def version_folder(raw_dir: Path, paper_id: str, version: int) -> Path:
 
 def is_stored(raw_dir: Path, paper_id: str, version: int) -> bool:
     """A version is stored once its ``meta.json`` exists (it is written last)."""
-    return (version_folder(raw_dir, paper_id, version) / META_FILE).is_file()
+    return (version_folder(raw_dir, paper_id, version) / RAW_META_FILE).is_file()
 
 
 def read_watermark(raw_dir: Path) -> str | None:
@@ -155,14 +153,14 @@ def store_version(
 ) -> Path:
     """Write one version folder: ``eprint.bin``, ``source.tex``, then ``meta.json``."""
     folder = version_folder(raw_dir, entry.paper_id, entry.version)
-    if (folder / META_FILE).exists():
+    if (folder / RAW_META_FILE).exists():
         raise FileExistsError(f"{folder} is already stored; the raw store is append-only")
     if eprint is not None:
         io.write_bytes(folder / EPRINT_FILE, eprint)
     if source is not None:
-        io.write_text(folder / SOURCE_FILE, source.text)
+        io.write_text(folder / RAW_SOURCE_FILE, source.text)
     meta = meta_record(entry, source_kind=source_kind, source=source, fetched_at=fetched_at)
-    io.write_json(folder / META_FILE, meta)
+    io.write_json(folder / RAW_META_FILE, meta)
     return folder
 
 

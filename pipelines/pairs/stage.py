@@ -435,20 +435,7 @@ class PairsReport:
 
 
 def _read_inputs(paths: Paths) -> dict[str, pd.DataFrame]:
-    tables: dict[str, pd.DataFrame] = {}
-    for table, columns in REQUIRED_COLUMNS.items():
-        path = TABLES[table].path(paths)
-        if not path.is_file():
-            raise FileNotFoundError(
-                f"{path} not found; run the {TABLES[table].stage} stage first "
-                f"(mathembed {TABLES[table].stage})"
-            )
-        frame = io.read_parquet(path)
-        missing = [column for column in columns if column not in frame.columns]
-        if missing:
-            raise ValueError(f"{path} lacks column(s) {missing}; rerun the stage that writes it")
-        tables[table] = frame
-    return tables
+    return {name: TABLES[name].read(paths, columns) for name, columns in REQUIRED_COLUMNS.items()}
 
 
 def run_pairs(params: PairsParams, paths: Paths) -> PairsReport:

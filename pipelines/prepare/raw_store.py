@@ -13,11 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.common.io import safe_name
+from pipelines.common.paths import RAW_META_FILE, RAW_SOURCE_FILE
 from pipelines.common.tables import SOURCE_KINDS
 
 # The files of one version folder, as ingest writes them (meta.json last).
-META_FILE = "meta.json"
-SOURCE_FILE = "source.tex"
 
 
 @dataclass(frozen=True)
@@ -39,7 +38,7 @@ class RawPaper:
 
     @property
     def source(self) -> Path:
-        return self.folder / SOURCE_FILE
+        return self.folder / RAW_SOURCE_FILE
 
 
 def validate_meta(meta: Any, folder: Path) -> dict[str, Any]:
@@ -84,7 +83,7 @@ def scan_raw_store(raw_dir: Path) -> tuple[list[RawPaper], list[tuple[Path, str]
         for version_dir in _sorted_dirs(paper_dir):
             if not os.path.basename(version_dir).startswith("v"):
                 continue
-            meta_path = os.path.join(version_dir, META_FILE)
+            meta_path = os.path.join(version_dir, RAW_META_FILE)
             try:
                 with open(meta_path, "rb") as handle:
                     data = json.loads(handle.read())

@@ -36,7 +36,13 @@ import pyarrow.compute as pc  # type: ignore[import-untyped]
 from tqdm import tqdm  # type: ignore[import-untyped]  # no stubs pinned (types-tqdm)
 
 from pipelines.common.config import ConfigError, PrepareParams
-from pipelines.common.io import ensure_quarantine, quarantine, read_json, safe_name, write_json
+from pipelines.common.io import (
+    ensure_quarantine,
+    quarantine,
+    quarantine_record_path,
+    read_json,
+    write_json,
+)
 from pipelines.common.paths import Paths
 from pipelines.prepare.cleaning import Job, clean_in_order
 from pipelines.prepare.outputs import (
@@ -89,7 +95,7 @@ def validate_params(params: PrepareParams) -> None:
 
 
 def _quarantined_before(paths: Paths, raw: RawPaper, digest: str, current_fingerprint: str) -> bool:
-    record_path = paths.quarantine / STAGE / f"{safe_name(raw.key)}.json"
+    record_path = quarantine_record_path(paths.quarantine, STAGE, raw.key)
     if not record_path.is_file():
         return False
     try:

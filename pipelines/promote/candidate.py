@@ -10,6 +10,7 @@ from typing import Any
 from pipelines.common import io
 from pipelines.common.models import data_hash, model_fingerprint
 from pipelines.common.paths import MODEL_METADATA_FILE, Paths
+from pipelines.common.tables import TABLES
 from pipelines.promote.errors import PromotionRefusedError
 
 
@@ -88,7 +89,7 @@ def require_validated(paths: Paths, candidate: Candidate) -> dict[str, Any]:
             "on (data_hash), so it cannot be matched with a validation; retrain it with "
             "`dvc repro train`"
         )
-    pairs = paths.validated / "pairs.parquet"
+    pairs = TABLES["pairs"].validated_path(paths)
     if not pairs.is_file():
         raise PromotionRefusedError(
             f"{pairs} not found: there is no validated training data to match the candidate "

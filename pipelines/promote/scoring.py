@@ -15,7 +15,8 @@ from pipelines.common.config import Params
 from pipelines.common.embeddings import EmbeddingCache, TextEncoder
 from pipelines.common.models import ModelLoadError, data_hash
 from pipelines.common.paths import MODEL_METADATA_FILE, Paths
-from pipelines.evaluate.eval_set import EvalSet, load_eval_set
+from pipelines.common.tables import TABLES
+from pipelines.evaluate.eval_set import EVAL_TABLES, EvalSet, load_eval_set
 from pipelines.evaluate.scoring import embed_eval_set, score_model
 from pipelines.evaluate.sources import (
     CANDIDATE,
@@ -78,9 +79,7 @@ def score_for_promotion(
 def eval_data_hash(paths: Paths) -> str:
     """The hash of the validated evaluation data: passages, queries and relevance judgments."""
     try:
-        return data_hash(
-            *(paths.validated / f"{table}.parquet" for table in ("chunks", "queries", "qrels"))
-        )
+        return data_hash(*(TABLES[table].validated_path(paths) for table in EVAL_TABLES))
     except FileNotFoundError as error:
         raise PromotionRefusedError(
             f"{error}: promotion decides on the validated evaluation data (chunks, queries, "

@@ -24,6 +24,7 @@ from pipelines.common import io
 from pipelines.common.config import PromoteParams
 from pipelines.common.embeddings import EmbeddingCache, embed_cached, embed_texts
 from pipelines.common.paths import Paths
+from pipelines.common.tables import TABLES
 from pipelines.promote.errors import NoChampionError
 from pipelines.promote.store import CHAMPION, connect, load_registered_model, version_fingerprint
 
@@ -44,8 +45,8 @@ class Hit:
 
 def corpus_dir(paths: Paths) -> Path:
     """The validated tables when validation has run, else the processed ones."""
-    validated = paths.validated
-    return validated if (validated / "chunks.parquet").is_file() else paths.processed
+    validated = TABLES["chunks"].validated_path(paths)
+    return paths.validated if validated.is_file() else paths.processed
 
 
 def search(query: str, k: int, paths: Paths, promote: PromoteParams | None = None) -> list[Hit]:
@@ -100,7 +101,8 @@ def search(query: str, k: int, paths: Paths, promote: PromoteParams | None = Non
 
 def _read_corpus(paths: Paths) -> tuple[pd.DataFrame, dict[str, str]]:
     folder = corpus_dir(paths)
-    chunks_path, papers_path = folder / "chunks.parquet", folder / "papers.parquet"
+    chunks_path = folder / TABLES["chunks"].file_name
+    papers_path = folder / TABLES["papers"].file_name
     if not chunks_path.is_file():
         raise FileNotFoundError(
             f"no corpus to search: {chunks_path} not found; run the pipeline (`make repro`)"

@@ -175,7 +175,7 @@ def run_train(
     """
     started = time.perf_counter()
     check_params(params)
-    pairs_path = paths.validated / TABLES["pairs"].file_name
+    pairs_path = TABLES["pairs"].validated_path(paths)
     if not pairs_path.is_file():
         raise TrainError(
             f"{pairs_path} not found; the train stage reads only validated data: run "

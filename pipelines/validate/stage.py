@@ -436,14 +436,8 @@ def read_tables(paths: Paths) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
     tables: dict[str, pd.DataFrame] = {}
     arrow_schemas: dict[str, Any] = {}
     for name, table in TABLES.items():
-        path = table.path(paths)
-        if not path.is_file():
-            raise FileNotFoundError(
-                f"{path} not found; run the {table.stage} stage first "
-                f"(mathembed {table.stage}, or make repro)"
-            )
-        arrow_schemas[name] = pq.read_schema(path).remove_metadata()
-        tables[name] = io.read_parquet(path)
+        tables[name] = table.read(paths)
+        arrow_schemas[name] = pq.read_schema(table.path(paths)).remove_metadata()
     return tables, arrow_schemas
 
 

@@ -24,6 +24,7 @@ from typer.testing import CliRunner
 from pipelines import cli
 from pipelines.common import io
 from pipelines.common.config import IngestParams
+from pipelines.common.paths import RAW_META_FILE as META_FILE
 from pipelines.common.paths import Paths
 from pipelines.ingest.arxiv.atom import Entry, Feed, RejectedEntry, parse_timestamp
 from pipelines.ingest.arxiv.client import (
@@ -40,7 +41,6 @@ from pipelines.ingest.sample.generator import generate_mirror
 from pipelines.ingest.sample.manifest import Manifest, VersionRecord, load_manifest
 from pipelines.ingest.sample.server import MirrorServer
 from pipelines.ingest.stage import (
-    META_FILE,
     is_stored,
     read_watermark,
     run_ingest,
