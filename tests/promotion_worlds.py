@@ -229,7 +229,7 @@ def write_tables(
     (root / "reports" / "data_quality").mkdir(parents=True, exist_ok=True)
     (root / "reports" / "data_quality" / "index.html").write_text("<html>data docs</html>")
     (root / "dvc.lock").write_text(
-        "schema: '2.0'\nstages:\n  validate:\n    cmd: python -m pipelines.validate\n"
+        "schema: '2.0'\nstages:\n  validate:\n    cmd: mathembed validate\n"
         "    outs:\n    - path: data/validated\n      hash: md5\n"
         "      md5: 0123456789abcdef0123456789abcdef.dir\n"
         "    - path: metrics/data_quality.json\n      md5: ffff\n"

@@ -169,7 +169,7 @@ def run_train(
 
     ``callbacks`` are extra ``transformers.TrainerCallback`` objects (progress reporting
     for an orchestrator, tests). Raises :class:`ConfigError` for unusable params,
-    :class:`pipelines.models.ModelLoadError` when the base model cannot be loaded and
+    :class:`pipelines.common.models.ModelLoadError` when the base model cannot be loaded and
     :class:`TrainError` when the data cannot train or training diverges; in every failure
     the previous candidate is left as it was.
     """

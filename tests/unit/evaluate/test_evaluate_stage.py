@@ -169,7 +169,7 @@ def loaded(models: Models) -> dict[str, Any]:
 
 
 def base_model(spec: BaseModelSpec) -> Any:
-    """The base model built here by hand, not through pipelines.models."""
+    """The base model built here by hand, not through pipelines.common.models."""
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
 

@@ -1,4 +1,4 @@
-"""The promotion rule (pipelines.decision.decide): a decision table, no registry involved."""
+"""The promotion rule (pipelines.promote.decision.decide): a decision table, no registry."""
 
 from __future__ import annotations
 

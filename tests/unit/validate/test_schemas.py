@@ -17,15 +17,6 @@ import pytest
 
 from pipelines.common.config import ValidateParams
 from pipelines.common.tables import (
-    CHUNKS_SCHEMA,
-    CONCEPTS_SCHEMA,
-    EDGES_SCHEMA,
-    MENTIONS_SCHEMA,
-    PAIRS_SCHEMA,
-    PAPERS_SCHEMA,
-    QRELS_SCHEMA,
-    QUERIES_SCHEMA,
-    STATEMENTS_SCHEMA,
     TABLES,
     write_table,
 )
@@ -35,17 +26,7 @@ from pipelines.validate.references import REFERENCES
 PARAMS = ValidateParams()
 LONG_TEXT = "We study the Durfee square of a partition $\\lambda \\vdash n$ and its size. " * 2
 
-WRITER_SCHEMAS = {
-    "papers": PAPERS_SCHEMA,
-    "chunks": CHUNKS_SCHEMA,
-    "statements": STATEMENTS_SCHEMA,
-    "concepts": CONCEPTS_SCHEMA,
-    "edges": EDGES_SCHEMA,
-    "mentions": MENTIONS_SCHEMA,
-    "pairs": PAIRS_SCHEMA,
-    "queries": QUERIES_SCHEMA,
-    "qrels": QRELS_SCHEMA,
-}
+WRITER_SCHEMAS = {name: table.schema for name, table in TABLES.items()}
 
 
 def valid_rows() -> dict[str, list[dict[str, Any]]]:

@@ -26,15 +26,6 @@ from pipelines import cli
 from pipelines.common.config import ValidateParams, load_params
 from pipelines.common.paths import Paths
 from pipelines.common.tables import (
-    CHUNKS_SCHEMA,
-    CONCEPTS_SCHEMA,
-    EDGES_SCHEMA,
-    MENTIONS_SCHEMA,
-    PAIRS_SCHEMA,
-    PAPERS_SCHEMA,
-    QRELS_SCHEMA,
-    QUERIES_SCHEMA,
-    STATEMENTS_SCHEMA,
     TABLES,
     write_table,
 )
@@ -55,28 +46,7 @@ from pipelines.validate.stage import (
 
 PARAMS = load_params(REPO / "params.yaml")
 LENIENT = ValidateParams(max_row_failure_fraction=1.0)  # quarantine whatever fails
-WRITER_SCHEMAS = {
-    "papers": PAPERS_SCHEMA,
-    "chunks": CHUNKS_SCHEMA,
-    "statements": STATEMENTS_SCHEMA,
-    "concepts": CONCEPTS_SCHEMA,
-    "edges": EDGES_SCHEMA,
-    "mentions": MENTIONS_SCHEMA,
-    "pairs": PAIRS_SCHEMA,
-    "queries": QUERIES_SCHEMA,
-    "qrels": QRELS_SCHEMA,
-}
-FOLDERS = {
-    "papers": "processed",
-    "chunks": "processed",
-    "statements": "processed",
-    "concepts": "graph",
-    "edges": "graph",
-    "mentions": "graph",
-    "pairs": "training",
-    "queries": "eval",
-    "qrels": "eval",
-}
+WRITER_SCHEMAS = {name: table.schema for name, table in TABLES.items()}
 Tables = dict[str, pd.DataFrame]
 REPORT_BUILT = types.SimpleNamespace(
     index_html=Path("reports/data_quality/index.html"), success=True, suites={}
@@ -103,10 +73,7 @@ def pipeline_root(tmp_path_factory: pytest.TempPathFactory) -> Paths:
 
 
 def read_inputs(paths: Paths) -> Tables:
-    return {
-        table: pd.read_parquet(Path(getattr(paths, FOLDERS[table])) / f"{table}.parquet")
-        for table in TABLES
-    }
+    return {table: pd.read_parquet(TABLES[table].path(paths)) for table in TABLES}
 
 
 @pytest.fixture(scope="module")
@@ -231,7 +198,7 @@ def chunk_with_dependents(tables: Tables) -> int:
 def write_inputs(tables: Tables, root: Path) -> Paths:
     paths = Paths(root)
     for table, frame in tables.items():
-        path = Path(getattr(paths, FOLDERS[table])) / f"{table}.parquet"
+        path = TABLES[table].path(paths)
         write_table(path, frame, WRITER_SCHEMAS[table])
     return paths
 
@@ -682,7 +649,7 @@ def test_run_validate_writes_validated_tables_quarantine_and_metrics(
     metrics = json.loads((paths.metrics / "data_quality.json").read_text())
     assert metrics == report.metrics
     for table in TABLES:
-        source = Path(getattr(paths, FOLDERS[table])) / f"{table}.parquet"
+        source = TABLES[table].path(paths)
         validated = paths.validated / f"{table}.parquet"
         quarantined = paths.quarantine / f"{table}.parquet"
         counts = metrics["tables"][table]
