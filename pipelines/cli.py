@@ -3,7 +3,7 @@
 Commands are thin shells: they parse arguments, call a pure function or a script, and
 turn failures into a message and an exit code (:mod:`pipelines.common.cli`: 1 bad input,
 2 configuration). The stage commands are registered by the stages themselves; this module
-holds the app, the flow commands and the tool commands.
+holds the app and the tool commands.
 """
 
 from __future__ import annotations
@@ -97,59 +97,9 @@ def bench_metrics(
     raise typer.Exit(code=completed.returncode)
 
 
-RootOption = Annotated[
-    Path, typer.Option("--root", help="Project root (dvc.yaml, data/, models/, mlruns/).")
-]
-ParamsOption = Annotated[str, typer.Option("--params", help="params.yaml, relative to --root.")]
-
-
-@app.command()
-def nightly(
-    force: Annotated[
-        bool, typer.Option("--force", help="Retrain even when no paper and no knob changed.")
-    ] = False,
-    root: RootOption = Path("."),
-    params: ParamsOption = "params.yaml",
-) -> None:
-    """Run the nightly flow once now: ingest, data stages, validate, train, evaluate, promote, push.
-
-    Uses the Prefect server at PREFECT_API_URL, or a temporary local one when unset.
-    Exits 0 when the run completed (including "nothing to do"), 1 when a step failed.
-    """
-    from flows.nightly import nightly_retrain
-
-    state = nightly_retrain(force=force, root=str(root), params_path=params, return_state=True)
-    typer.echo(f"nightly-retrain: {state.name}: {state.message or ''}".rstrip(": "))
-    raise typer.Exit(code=0 if state.is_completed() else 1)
-
-
-@app.command()
-def serve(root: RootOption = Path("."), params: ParamsOption = "params.yaml") -> None:
-    """Run the nightly flow on its cron schedule (params.yaml flow.schedule, flow.timezone).
-
-    Creates the `nightly-retrain` deployment on the Prefect server at PREFECT_API_URL and
-    runs its scheduled runs in this process until interrupted (Ctrl-C).
-    """
-    from prefect.schedules import Cron
-
-    from flows.nightly import nightly_retrain
-    from pipelines.common.config import ConfigError, load_params
-
-    try:
-        flow_params = load_params(root / params).flow
-    except ConfigError as error:
-        typer.echo(f"serve: {error}", err=True)
-        raise typer.Exit(code=2) from error
-    typer.echo(f"serving nightly-retrain on '{flow_params.schedule}' ({flow_params.timezone})")
-    nightly_retrain.serve(
-        name="nightly-retrain",
-        schedules=[Cron(flow_params.schedule, timezone=flow_params.timezone)],
-        parameters={"root": str(root.resolve()), "params_path": params},
-    )
-
-
 # Each stage registers its own commands (``register(app)`` in ``pipelines/<stage>/cli.py``),
-# in pipeline order: the CLI and the logic of a stage sit in one folder. A command module
+# in pipeline order, then the developer tools and the flows (``flows/cli.py``): the CLI and
+# the logic of a stage sit in one folder. A command module
 # imports only Typer and ``pipelines.common`` at the top, so ``--help`` stays quick.
 COMMAND_MODULES = (
     "pipelines.ingest.sample.cli",
@@ -163,6 +113,7 @@ COMMAND_MODULES = (
     "pipelines.promote.cli",
     "pipelines.search.cli",
     "pipelines.dev.cli",
+    "flows.cli",
 )
 
 for _module_name in COMMAND_MODULES:

@@ -25,8 +25,16 @@ import yaml
 PARAMS_FILE = Path("params.yaml")
 
 
+
+def _project_params_file() -> Path:
+    """The project's params.yaml: the checkout's, or the copy built into an installed wheel."""
+    package = Path(__file__).resolve().parents[1]
+    checkout = package.parent / "params.yaml"
+    return checkout if checkout.is_file() else package / "params.yaml"
+
+
 #: The project's params.yaml: the default of every knob.
-PROJECT_PARAMS_FILE = Path(__file__).resolve().parents[2] / "params.yaml"
+PROJECT_PARAMS_FILE = _project_params_file()
 
 
 class ConfigError(ValueError):
