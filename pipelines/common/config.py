@@ -25,7 +25,6 @@ import yaml
 PARAMS_FILE = Path("params.yaml")
 
 
-
 def _project_params_file() -> Path:
     """The project's params.yaml: the checkout's, or the copy built into an installed wheel."""
     package = Path(__file__).resolve().parents[1]
