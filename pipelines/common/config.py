@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import sys
 import types
 import typing
 from collections.abc import Mapping
@@ -26,10 +27,10 @@ PARAMS_FILE = Path("params.yaml")
 
 
 def _project_params_file() -> Path:
-    """The project's params.yaml: the checkout's, or the copy built into an installed wheel."""
-    package = Path(__file__).resolve().parents[1]
-    checkout = package.parent / "params.yaml"
-    return checkout if checkout.is_file() else package / "params.yaml"
+    """The project's params.yaml: the checkout's, or the copy an installed wheel carries."""
+    checkout = Path(__file__).resolve().parents[2] / "params.yaml"
+    installed = Path(sys.prefix) / "share" / "mathembed" / "params.yaml"
+    return checkout if checkout.is_file() else installed
 
 
 #: The project's params.yaml: the default of every knob.
