@@ -2,7 +2,9 @@
 
 Tiers (folders): ``unit/<stage>/`` — one stage's code, tables built in the test;
 ``metrics_rs/`` — the Rust extension's Python API; ``integration/`` — real servers and
-tools end to end (DVC, the nightly flow, an MLflow server, Chromium). Every test under
+tools end to end (DVC, the nightly flow, an MLflow server, Chromium); ``faults/`` —
+hostile inputs and failures built in the test (bombs, hangs, bad configuration, leaked
+secrets, orphaned processes), each bounded in time and memory. Every test under
 ``integration/`` is marked ``integration``; it and the unit tests that train, score or
 register real models are marked ``slow``, so ``pytest -m "not slow"`` is the quick inner
 loop and ``make test`` runs everything.
@@ -44,6 +46,8 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         where = item.path.relative_to(TESTS).as_posix()
+        if where.startswith("faults/"):
+            item.add_marker(pytest.mark.faults)
         if where.startswith("integration/"):
             item.add_marker(pytest.mark.integration)
             item.add_marker(pytest.mark.slow)

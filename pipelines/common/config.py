@@ -223,6 +223,8 @@ class FlowParams(_Section):
     network_retry_delay_seconds: float = FROM_PARAMS_YAML
     webhook_env: str = FROM_PARAMS_YAML
     promotion_concurrency_limit: str = FROM_PARAMS_YAML
+    task_timeout_seconds: float = FROM_PARAMS_YAML
+    train_timeout_seconds: float = FROM_PARAMS_YAML
 
 
 @dataclass(frozen=True)
