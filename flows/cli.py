@@ -6,10 +6,19 @@ from typing import Annotated
 
 import typer
 
-from pipelines.common.cli import DEFAULT_ROOT, RootOption, command_errors
+from pipelines.common.cli import DEFAULT_ROOT, EXIT_CONFIG, RootOption, command_errors, fail
 
-# The flows read params.yaml relative to --root (a deployment runs in its own folder).
-FlowParamsOption = Annotated[str, typer.Option("--params", help="params.yaml, relative to --root.")]
+# The flows read params.yaml relative to --root (a deployment runs in its own folder); DVC
+# reads only <root>/params.yaml, so that is the one value accepted.
+FlowParamsOption = Annotated[
+    str, typer.Option("--params", help="params.yaml, relative to --root (only that one).")
+]
+#: What to do when `mathembed serve` finds no Prefect server.
+SERVE_NEEDS_A_SERVER = (
+    "PREFECT_API_URL is not set, and schedules cannot run on Prefect's temporary server; "
+    "start one (`make services`, then `source .services/env.sh`) or set PREFECT_API_URL "
+    "to a running Prefect server"
+)
 
 
 def nightly(
@@ -25,10 +34,35 @@ def nightly(
     Exits 0 when the run completed (including "nothing to do"), 1 when a step failed.
     """
     from flows.nightly import nightly_retrain
+    from flows.orchestration import dvc_params_file
+    from pipelines.common.redact import redact
 
+    with command_errors("nightly"):
+        dvc_params_file(root.resolve(), params)
+    _end_the_temporary_server_with_this_process()
     state = nightly_retrain(force=force, root=str(root), params_path=params, return_state=True)
-    typer.echo(f"nightly-retrain: {state.name}: {state.message or ''}".rstrip(": "))
+    typer.echo(redact(f"nightly-retrain: {state.name}: {state.message or ''}".rstrip(": ")))
     raise typer.Exit(code=0 if state.is_completed() else 1)
+
+
+def _end_the_temporary_server_with_this_process() -> None:
+    """Without PREFECT_API_URL, Prefect starts a temporary server: it must die with us.
+
+    Prefect stops it at exit, but not when this process is killed; started here first
+    (Prefect then reuses it), it is watched by a guard that ends it in every case.
+    """
+    from prefect.settings import PREFECT_API_URL
+
+    if PREFECT_API_URL.value():
+        return
+    from prefect.server.api.server import SubprocessASGIServer
+
+    from flows.processes import end_with_this_process
+
+    server = SubprocessASGIServer()
+    server.start()
+    assert server.server_process is not None
+    end_with_this_process([server.server_process.pid])
 
 
 def serve(root: RootOption = DEFAULT_ROOT, params: FlowParamsOption = "params.yaml") -> None:
@@ -38,12 +72,17 @@ def serve(root: RootOption = DEFAULT_ROOT, params: FlowParamsOption = "params.ya
     runs its scheduled runs in this process until interrupted (Ctrl-C).
     """
     from prefect.schedules import Cron
+    from prefect.settings import PREFECT_API_URL
 
     from flows.nightly import nightly_retrain
+    from flows.orchestration import dvc_params_file
     from pipelines.common.config import load_params
 
     with command_errors("serve"):
-        flow_params = load_params(root / params).flow
+        flow_params = load_params(dvc_params_file(root.resolve(), params)).flow
+    if not PREFECT_API_URL.value():
+        # Before "serving": on a temporary server the schedule would never run anything.
+        fail("serve", SERVE_NEEDS_A_SERVER, EXIT_CONFIG)
     typer.echo(f"serving nightly-retrain on '{flow_params.schedule}' ({flow_params.timezone})")
     nightly_retrain.serve(
         name="nightly-retrain",

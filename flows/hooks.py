@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import requests
 from prefect import Flow
@@ -20,7 +21,9 @@ from prefect.client.schemas.objects import FlowRun
 from prefect.logging.loggers import flow_run_logger
 from prefect.states import State
 
+from flows.redaction import redact_flow_logs
 from pipelines.common.config import ConfigError, FlowParams, load_params
+from pipelines.common.redact import HIDDEN, redact, redact_url
 
 WEBHOOK_TIMEOUT_SECONDS = 10.0
 _STEP_PATTERN = re.compile(r"step '([^']+)' failed")
@@ -32,7 +35,8 @@ class StepFailed(RuntimeError):
     """A named step of a flow failed; the message names it and carries the cause."""
 
     def __init__(self, step: str, cause: BaseException) -> None:
-        super().__init__(f"step '{step}' failed: {type(cause).__name__}: {cause}")
+        # Redacted here: the message becomes the run's state, its log lines and the webhook.
+        super().__init__(redact(f"step '{step}' failed: {type(cause).__name__}: {cause}"))
         self.step = step
 
     @classmethod
@@ -55,8 +59,11 @@ def run_step(step: str, function: Callable[..., T], *args: Any, **kwargs: Any) -
 
 
 def failure_report(flow_name: str, flow_run: FlowRun, state: State[Any]) -> dict[str, Any]:
-    """What the hook logs and posts (pure): flow, run, failed step and the reason."""
-    message = state.message or ""
+    """What the hook logs and posts (pure): flow, run, failed step and the reason.
+
+    The message is redacted: a step's error can quote a URL with a password in it.
+    """
+    message = redact(state.message or "")
     match = _STEP_PATTERN.search(message)
     return {
         "flow": flow_name,
@@ -74,13 +81,30 @@ def post_webhook(url: str, report: dict[str, Any], logger: logging.Logger | Any)
         response = requests.post(url, json=report, timeout=WEBHOOK_TIMEOUT_SECONDS)
         response.raise_for_status()
     except requests.RequestException as error:
-        logger.warning(f"failure webhook {url} did not accept the report: {error}")
+        logger.warning(
+            f"failure webhook {redact_url(url, keep_path=False)} did not accept the report: "
+            f"{without_url(str(error), url)}"
+        )
         return False
     return True
 
 
+def without_url(text: str, url: str) -> str:
+    """``text`` without ``url``'s secret parts (pure): a webhook's path is its key.
+
+    HTTP errors quote the whole URL, connection errors only its path (``with url: /...``).
+    """
+    text = text.replace(url, redact_url(url, keep_path=False))
+    parts = urlsplit(url)
+    secret_path = parts.path + (f"?{parts.query}" if parts.query else "")
+    if secret_path.strip("/"):
+        text = text.replace(secret_path, f"/{HIDDEN}")
+    return redact(text)
+
+
 def report_failure(flow: Flow[Any, Any], flow_run: FlowRun, state: State[Any]) -> None:
     """Prefect ``on_failure`` / ``on_crashed`` hook."""
+    redact_flow_logs()
     logger = flow_run_logger(flow_run, flow)
     report = failure_report(flow.name, flow_run, state)
     step = report["step"] or "unknown step"

@@ -2,9 +2,11 @@
 
 Orchestration only. Each step is a named Prefect task that runs a DVC stage (so
 ``dvc repro`` semantics decide what reruns) or calls the promotion function the
-``mathembed promote`` command uses. Network steps retry with backoff; training does not
-(a failed training run is a finding, not a hiccup; a killed one resumes from its
-checkpoint on the next run).
+``mathembed promote`` command uses. Every step has a time limit from params.yaml
+(flow.task_timeout_seconds, flow.train_timeout_seconds) and ends the processes it started
+with it. Network steps retry with backoff (not a missing DVC project, not a timeout);
+training does not (a failed training run is a finding, not a hiccup; a killed one resumes
+from its checkpoint on the next run).
 
 Run it once with ``mathembed nightly [--force]``, on its schedule with ``mathembed serve``,
 or as the ``nightly-retrain`` deployment of ``infra/prefect.yaml``.
@@ -26,9 +28,12 @@ from prefect.tasks import exponential_backoff
 
 from flows import orchestration as orch
 from flows.hooks import StepFailed, report_failure, run_step
+from flows.redaction import redact_flow_logs
+from flows.steps import bounded, dvc, log, retry_unless_permanent, task_timeout
 from pipelines.common import io
 from pipelines.common.config import FlowParams, Params, load_params
 from pipelines.common.paths import Paths
+from pipelines.common.redact import redact
 from pipelines.promote.errors import RegistryError
 from pipelines.promote.formatting import format_promotion
 from pipelines.promote.promotion import promote_candidate, promotion_file
@@ -36,10 +41,6 @@ from pipelines.promote.store import tracking_uri
 
 P = ParamSpec("P")
 R = TypeVar("R")
-
-
-def _log(line: str) -> None:
-    get_run_logger().info(line)
 
 
 def _retry_on_registry_errors(_task: Any, _task_run: Any, state: State[Any]) -> bool:
@@ -56,8 +57,8 @@ def _retry_on_registry_errors(_task: Any, _task_run: Any, state: State[Any]) -> 
 @task(name="ingest")
 def ingest(root: Path) -> dict[str, Any]:
     """Harvest new papers. Forced: DVC cannot know that arXiv has new papers."""
-    orch.run_dvc(["repro", "sample"], root, log=_log)
-    orch.run_dvc(["repro", "--force", "--single-item", "ingest"], root, log=_log)
+    dvc(["repro", "sample"], root)
+    dvc(["repro", "--force", "--single-item", "ingest"], root)
     return io.read_json_object(Paths(root).metric_file("ingest"))
 
 
@@ -65,27 +66,27 @@ def ingest(root: Path) -> dict[str, Any]:
 def plan(root: Path, params: Params, force: bool) -> orch.NightlyWork:
     paths = Paths(root)
     work = orch.nightly_work(
-        stale=orch.stale_stages(root, "evaluate", log=_log),
+        stale=orch.stale_stages(root, "evaluate", log=log, timeout_seconds=task_timeout()),
         candidate_fingerprint=orch.candidate_fingerprint(paths.candidate),
         decided_fingerprint=orch.decided_fingerprint(promotion_file(paths), tracking_uri(paths)),
         outputs_digest=orch.cached_outputs_digest(root),
         pushed_outputs_digest=orch.pushed_outputs_digest(paths, params.flow.dvc_remote),
         force=force,
     )
-    _log(work.reason)
+    log(work.reason)
     return work
 
 
 @task(name="data-stages")
 def data_stages(root: Path) -> None:
     """prepare → graph → pairs (each reruns only when its inputs changed)."""
-    orch.run_dvc(["repro", *orch.DATA_STAGES], root, log=_log)
+    dvc(["repro", *orch.DATA_STAGES], root)
 
 
 @task(name="validate")
 def validate(root: Path) -> dict[str, Any]:
     """The blocking gate: a failure stops the flow here, before training."""
-    orch.run_dvc(["repro", "validate"], root, log=_log)
+    dvc(["repro", "validate"], root)
     return io.read_json_object(Paths(root).metric_file("data_quality"))
 
 
@@ -93,7 +94,7 @@ def validate(root: Path) -> dict[str, Any]:
 def train_in_place(root: Path, force: bool) -> dict[str, Any]:
     # Forced: only train itself; the stages before it just ran (or were up to date).
     forced = ["--force", "--single-item"] if force else []
-    orch.run_dvc(["repro", *forced, "train"], root, log=_log)
+    dvc(["repro", *forced, "train"], root)
     return io.read_json_object(Paths(root).metric_file("train"))
 
 
@@ -106,12 +107,13 @@ def train_on_gpu_pool(root: Path, params: Params) -> dict[str, Any]:
     pulling ``train`` with that lock brings the candidate here.
     """
     remote = params.flow.dvc_remote
-    orch.run_dvc(orch.push_arguments(remote, ["validate"]), root, log=_log)
+    dvc(orch.push_arguments(remote, ["validate"]), root)
     lock_file = Paths(root).dvc_lock
-    _log(f"running deployment {params.flow.gpu_deployment}")
+    log(f"running deployment {params.flow.gpu_deployment}")
     flow_run = run_deployment(
         name=params.flow.gpu_deployment,
         parameters={"dvc_lock": lock_file.read_text(encoding="utf-8"), "remote": remote},
+        timeout=params.flow.train_timeout_seconds,
     )
     assert isinstance(flow_run, FlowRun)  # called from sync code: not a coroutine
     state = flow_run.state
@@ -121,13 +123,13 @@ def train_on_gpu_pool(root: Path, params: Params) -> dict[str, Any]:
     trained = state.result()
     lock_file.write_text(trained["dvc_lock"], encoding="utf-8")
     io.write_json(Paths(root).metric_file("train"), trained["train_metrics"])
-    orch.run_dvc(orch.pull_arguments(remote, ["train"]), root, log=_log)
+    dvc(orch.pull_arguments(remote, ["train"]), root)
     return dict(trained["train_metrics"])
 
 
 @task(name="evaluate")
 def evaluate(root: Path) -> dict[str, Any]:
-    orch.run_dvc(["repro", "evaluate"], root, log=_log)
+    dvc(["repro", "evaluate"], root)
     return io.read_json_object(Paths(root).metric_file("eval"))
 
 
@@ -143,8 +145,8 @@ def promote(root: Path, params: Params) -> dict[str, Any]:
         client.upsert_global_concurrency_limit_by_name(limit, 1)
     with concurrency(limit, occupy=1, timeout_seconds=params.promote.lock_timeout_seconds):
         result = promote_candidate(params, Paths(root))
-    report = format_promotion(result)
-    _log(report)
+    report = redact(format_promotion(result))
+    log(report)
     create_markdown_artifact(
         key="promotion", markdown=f"```\n{report}\n```", description="promotion decision"
     )
@@ -154,7 +156,7 @@ def promote(root: Path, params: Params) -> dict[str, Any]:
 @task(name="dvc-push")
 def push(root: Path, remote: str) -> None:
     digest = orch.cached_outputs_digest(root)
-    orch.run_dvc(orch.push_arguments(remote), root, log=_log)
+    dvc(orch.push_arguments(remote), root)
     orch.record_push(Paths(root), remote, digest)
 
 
@@ -171,8 +173,11 @@ def nightly_retrain(
 
     ``force`` retrains even when nothing changed. ``params_path`` is relative to ``root``.
     """
+    redact_flow_logs()
     root_path = Path(root).resolve()
-    params = run_step("load-params", load_params, root_path / params_path)
+    params = run_step(
+        "load-params", lambda: load_params(orch.dvc_params_file(root_path, params_path))
+    )
     try:
         with orch.nightly_lock(root_path):
             return _nightly(root_path, params, force)
@@ -182,28 +187,34 @@ def nightly_retrain(
 
 
 def _with_network_retries(step: Task[P, R], flow_params: FlowParams) -> Task[P, R]:
-    """Network steps retry with backoff as params.yaml says; training never retries."""
-    return step.with_options(
+    """Network steps retry with backoff as params.yaml says; training never retries.
+
+    A step with its own retry condition (promote) keeps it; the others retry anything but
+    what a retry cannot fix.
+    """
+    return bounded(step, flow_params).with_options(
         retries=flow_params.network_retries,
         retry_delay_seconds=exponential_backoff(flow_params.network_retry_delay_seconds),
         retry_jitter_factor=0.5,
+        retry_condition_fn=step.retry_condition_fn or retry_unless_permanent,
     )
 
 
 def _nightly(root: Path, params: Params, force: bool) -> State[Any] | dict[str, Any]:
     ingested = run_step("ingest", _with_network_retries(ingest, params.flow), root)
-    work = run_step("plan", plan, root, params, force)
+    work = run_step("plan", bounded(plan, params.flow), root, params, force)
     summary: dict[str, Any] = {"ingest": ingested, "work": work.reason}
     if work.nothing_to_do:
         return Completed(name="Nothing to do", message=work.reason, data=summary)
     if work.reproduce:
-        run_step("data-stages", data_stages, root)
-        summary["data_quality"] = run_step("validate", validate, root)
+        run_step("data-stages", bounded(data_stages, params.flow), root)
+        summary["data_quality"] = run_step("validate", bounded(validate, params.flow), root)
         if params.flow.gpu_deployment:
-            summary["train"] = run_step("train", train_on_gpu_pool, root, params)
+            train = bounded(train_on_gpu_pool, params.flow)
+            summary["train"] = run_step("train", train, root, params)
         else:
-            summary["train"] = run_step("train", train_in_place, root, force)
-        run_step("evaluate", evaluate, root)
+            summary["train"] = run_step("train", bounded(train_in_place, params.flow), root, force)
+        run_step("evaluate", bounded(evaluate, params.flow), root)
     # Promotion and push are independent: the data is pushed even when MLflow is down,
     # and the run fails afterwards, naming every step that failed.
     failures: list[StepFailed] = []

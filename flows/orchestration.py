@@ -11,7 +11,6 @@ import fcntl
 import hashlib
 import json
 import os
-import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -22,22 +21,68 @@ from typing import Any
 
 import yaml
 
+from flows import processes
 from pipelines.common import io
+from pipelines.common.config import PARAMS_FILE, ConfigError, FlowParams
 from pipelines.common.models import model_fingerprint
 from pipelines.common.paths import MODEL_METADATA_FILE, Paths
+from pipelines.common.redact import redact, redact_url
 
 #: The DVC stages up to the validated data; train and evaluate follow them.
 DATA_STAGES = ("prepare", "graph", "pairs")
 #: How much of a failed command's output goes into the error message.
 ERROR_TAIL_LINES = 20
+#: The steps that train (in place or on the GPU pool): flow.train_timeout_seconds bounds them.
+TRAINING_STEPS = ("train", "train-on-gpu-pool")
+#: What ``dvc`` says (lower-cased) when it runs outside a DVC project.
+NOT_A_DVC_PROJECT = "not inside of a dvc repository"
 
 
 class DvcError(RuntimeError):
     """A ``dvc`` command failed; the message has the command and the end of its output."""
 
 
+class DvcTimeoutError(DvcError):
+    """A ``dvc`` command ran past its time limit; it and its processes were ended."""
+
+
+class DvcSetupError(DvcError):
+    """``dvc`` cannot run here at all (no DVC project): a retry would fail the same way."""
+
+
 class NightlyBusyError(RuntimeError):
     """Another nightly run holds the lock on this root."""
+
+
+def dvc_params_file(root: Path, params_path: str | Path) -> Path:
+    """``root``'s params.yaml, the only one a flow can run on; a :class:`ConfigError` else.
+
+    The stages run through ``dvc repro``, and DVC reads ``<root>/params.yaml`` whatever
+    the flow was given: another file would be half honoured, so it is refused.
+    """
+    expected = (root / PARAMS_FILE).resolve()
+    given = (root / params_path).resolve()
+    if given != expected:
+        raise ConfigError(
+            f"--params {params_path}: the nightly flow runs its stages through `dvc repro`, "
+            f"which reads {expected} only; put the settings there (or copy the project "
+            "and run it there)"
+        )
+    return expected
+
+
+def step_timeout_seconds(step: str, flow: FlowParams) -> float:
+    """How long the step named ``step`` may run before it fails the night (pure)."""
+    return flow.train_timeout_seconds if step in TRAINING_STEPS else flow.task_timeout_seconds
+
+
+def worth_retrying(error: BaseException) -> bool:
+    """Whether a network step that failed with ``error`` may succeed on a retry (pure).
+
+    Not when there is no DVC project (the same command fails the same way) and not after a
+    timeout (the night is bounded; retrying a stuck step would multiply the bound).
+    """
+    return not isinstance(error, DvcSetupError | DvcTimeoutError | TimeoutError)
 
 
 def dvc_environment() -> dict[str, str]:
@@ -52,40 +97,50 @@ def dvc_environment() -> dict[str, str]:
     return environment
 
 
-def run_dvc(arguments: list[str], root: Path, log: Callable[[str], None] = print) -> list[str]:
+def run_dvc(
+    arguments: list[str],
+    root: Path,
+    log: Callable[[str], None] = print,
+    timeout_seconds: float | None = None,
+) -> list[str]:
     """Run ``dvc <arguments>`` in ``root``, passing each output line to ``log``.
 
-    Returns the output lines; raises :class:`DvcError` naming the command and the last
-    lines of its output when it fails. Progress bars (carriage returns) are reduced to
-    their final state per line so the log stays readable.
+    Returns the output lines. ``dvc`` and the stage it runs are one process group that
+    ends with this call: after ``timeout_seconds``, on an exception, or when this process
+    dies (:mod:`flows.processes`). Raises :class:`DvcError` naming the command and the
+    last lines of its output when it fails; :class:`DvcTimeoutError` when it ran out of
+    time; :class:`DvcSetupError` when ``root`` is no DVC project (retrying cannot help).
     """
     command = [sys.executable, "-m", "dvc", *arguments]
-    lines: list[str] = []
-    with subprocess.Popen(
-        command,
-        cwd=root,
-        env=dvc_environment(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        errors="replace",
-    ) as process:
-        assert process.stdout is not None
-        for raw_line in process.stdout:
-            line = raw_line.rstrip("\n").rsplit("\r", 1)[-1].rstrip()
-            if line:
-                lines.append(line)
-                log(line)
-        code = process.wait()
-    if code != 0:
-        tail = "\n".join(lines[-ERROR_TAIL_LINES:])
-        raise DvcError(f"`dvc {' '.join(arguments)}` exited with {code}:\n{tail}")
-    return lines
+    finished = processes.run_in_group(command, root, dvc_environment(), log, timeout_seconds)
+    shown = f"`dvc {' '.join(arguments)}`"
+    tail = redact("\n".join(finished.lines[-ERROR_TAIL_LINES:]))  # dvc may print a URI
+    if finished.timed_out:
+        raise DvcTimeoutError(
+            f"{shown} ran longer than its {timeout_seconds:g} s limit (params.yaml "
+            "flow.task_timeout_seconds or flow.train_timeout_seconds) and was stopped with "
+            f"every process it started:\n{tail}"
+        )
+    if finished.code != 0:
+        if any(NOT_A_DVC_PROJECT in line.lower() for line in finished.lines):
+            raise DvcSetupError(
+                f"{shown} exited with {finished.code}: {root.resolve()} is not inside a DVC "
+                "project; pass --root the project folder (the one with dvc.yaml and .dvc/), "
+                f"or run `dvc init` there:\n{tail}"
+            )
+        raise DvcError(f"{shown} exited with {finished.code}:\n{tail}")
+    return finished.lines
 
 
-def stale_stages(root: Path, target: str, log: Callable[[str], None] = print) -> list[str]:
+def stale_stages(
+    root: Path,
+    target: str,
+    log: Callable[[str], None] = print,
+    timeout_seconds: float | None = None,
+) -> list[str]:
     """The stages ``dvc repro target`` would run: changed code, data or params upstream."""
-    output = run_dvc(["status", "--json", "--with-deps", target], root, log=lambda _line: None)
+    status_command = ["status", "--json", "--with-deps", target]
+    output = run_dvc(status_command, root, log=lambda _line: None, timeout_seconds=timeout_seconds)
     text = "\n".join(output).strip()
     status = json.loads(text[text.find("{") :]) if "{" in text else {}
     stages = sorted(str(name).rsplit(":", 1)[-1] for name in status)
@@ -187,11 +242,11 @@ def decided_fingerprint(promotion_file: Path, tracking_uri: str) -> str | None:
     """The fingerprint the last promotion decision in this registry was about, if any.
 
     A decision recorded against another tracking server does not count: this one has
-    never seen the candidate.
+    never seen the candidate. The record holds the URI without its credentials.
     """
     record = io.read_json_object(promotion_file)
     fingerprint = record.get("fingerprint")
-    if not fingerprint or record.get("tracking_uri") != tracking_uri:
+    if not fingerprint or record.get("tracking_uri") != redact_url(tracking_uri):
         return None
     return str(fingerprint)
 

@@ -15,32 +15,41 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from prefect import flow, get_run_logger, task
+from prefect import flow, task
 
 from flows import orchestration as orch
 from flows.hooks import report_failure, run_step
+from flows.redaction import redact_flow_logs
+from flows.steps import bounded, dvc, retry_unless_permanent
 from pipelines.common import io
+from pipelines.common.config import load_params
 from pipelines.common.paths import Paths
 
 
-def _log(line: str) -> None:
-    get_run_logger().info(line)
-
-
-@task(name="pull-validated-data", retries=2, retry_delay_seconds=30)
+@task(
+    name="pull-validated-data",
+    retries=2,
+    retry_delay_seconds=30,
+    retry_condition_fn=retry_unless_permanent,
+)
 def pull_validated(root: Path, dvc_lock: str, remote: str) -> None:
     Paths(root).dvc_lock.write_text(dvc_lock, encoding="utf-8")
-    orch.run_dvc(orch.pull_arguments(remote, ["validate"]), root, log=_log)
+    dvc(orch.pull_arguments(remote, ["validate"]), root)
 
 
 @task(name="train")
 def train(root: Path) -> None:
-    orch.run_dvc(["repro", "--single-item", "train"], root, log=_log)
+    dvc(["repro", "--single-item", "train"], root)
 
 
-@task(name="push-candidate", retries=2, retry_delay_seconds=30)
+@task(
+    name="push-candidate",
+    retries=2,
+    retry_delay_seconds=30,
+    retry_condition_fn=retry_unless_permanent,
+)
 def push_candidate(root: Path, remote: str) -> dict[str, Any]:
-    orch.run_dvc(orch.push_arguments(remote, ["train"]), root, log=_log)
+    dvc(orch.push_arguments(remote, ["train"]), root)
     return {
         "dvc_lock": Paths(root).dvc_lock.read_text(encoding="utf-8"),
         "train_metrics": io.read_json_object(Paths(root).metric_file("train")),
@@ -58,7 +67,13 @@ def train_gpu(dvc_lock: str, remote: str = "", root: str = ".") -> dict[str, Any
 
     Returns ``{"dvc_lock": <the new dvc.lock text>, "train_metrics": <metrics/train.json>}``.
     """
+    redact_flow_logs()
     root_path = Path(root).resolve()
-    run_step("pull-validated-data", pull_validated, root_path, dvc_lock, remote)
-    run_step("train", train, root_path)
-    return run_step("push-candidate", push_candidate, root_path, remote)
+    # The time limits come from this checkout's params.yaml, as the stages' settings do.
+    flow_params = run_step(
+        "load-params", lambda: load_params(orch.dvc_params_file(root_path, "params.yaml"))
+    ).flow
+    pull = bounded(pull_validated, flow_params)
+    run_step("pull-validated-data", pull, root_path, dvc_lock, remote)
+    run_step("train", bounded(train, flow_params), root_path)
+    return run_step("push-candidate", bounded(push_candidate, flow_params), root_path, remote)

@@ -18,13 +18,21 @@ from typing import Annotated, NoReturn
 
 import typer
 
-from pipelines.common.config import PARAMS_FILE, ConfigError
+from pipelines.common.config import PARAMS_FILE, PROJECT_PARAMS_FILE, ConfigError
 
 EXIT_BAD_INPUT = 1
 EXIT_CONFIG = 2
 
 ParamsOption = Annotated[
-    Path, typer.Option("--params", help="params.yaml to read.", dir_okay=False)
+    Path,
+    typer.Option(
+        "--params",
+        help=(
+            "params.yaml to read: a relative path is inside --root (without a params.yaml "
+            "there, the project's); an absolute one as is."
+        ),
+        dir_okay=False,
+    ),
 ]
 RootOption = Annotated[
     Path,
@@ -37,6 +45,21 @@ ProgressOption = Annotated[
 ]
 DEFAULT_PARAMS = PARAMS_FILE
 DEFAULT_ROOT = Path(".")
+
+
+def params_path(params: Path, root: Path) -> Path:
+    """The ``--params`` file a command reads: relative to ``--root`` (as the flows' is), so
+    a command run from another folder reads that project's knobs, not the cwd's.
+
+    A ``--root`` that is only a data folder (no ``params.yaml`` of its own) runs on the
+    project's ``params.yaml``, the file every default comes from.
+    """
+    if params.is_absolute():
+        return params
+    inside_root = root / params
+    if params == DEFAULT_PARAMS and not inside_root.exists():
+        return PROJECT_PARAMS_FILE
+    return inside_root
 
 
 def fail(command: str, message: object, code: int = EXIT_BAD_INPUT) -> NoReturn:

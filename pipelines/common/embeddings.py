@@ -10,13 +10,18 @@ keyed by :class:`CacheKey` — the model's fingerprint, a hash of the exact text
 (:func:`texts_hash`) and the dimension/normalisation — so a corpus is embedded once per
 model, whichever stage (evaluate, promote, ``mathembed search``) asks first and however
 many runs ask again. Writes are atomic; a cache file that cannot be read (a crash of an
-older version, a disk error) counts as a miss and is rewritten.
+older version, a disk error) counts as a miss and is rewritten. The cache is bounded: it
+keeps the embeddings of at most :data:`MAX_CACHED_MODELS` models, evicting the least
+recently used (never one the caller names in ``keep``: the champion, the base).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-from collections.abc import Callable, Sequence
+import os
+import shutil
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -27,6 +32,12 @@ import numpy.typing as npt
 from pipelines.common.io import atomic_output, safe_name
 
 Embeddings = npt.NDArray[np.float32]
+
+#: How many models' embeddings the cache keeps. One nightly run embeds with the candidate,
+#: the base and the champion (search with the champion); six leaves room for the previous
+#: champion and a challenger too, while bounding the disk: a model holds one matrix per
+#: corpus and dimension, ~300 MB for 100k passages at 768 floats.
+MAX_CACHED_MODELS = 6
 
 
 class TextEncoder(Protocol):
@@ -133,17 +144,43 @@ class CacheKey:
         return Path(safe_name(self.model_fingerprint)) / f"{self.data_hash}-{dim}-{norm}.npy"
 
 
+def models_to_evict(
+    last_used: Mapping[str, int], max_models: int, keep: Collection[str]
+) -> list[str]:
+    """The model folders to delete so that at most ``max_models`` remain, least recently
+    used first; a folder in ``keep`` is never one of them (even past the bound)."""
+    excess = len(last_used) - max_models
+    if excess <= 0:
+        return []
+    evictable = sorted((used, name) for name, used in last_used.items() if name not in keep)
+    return [name for _, name in evictable[:excess]]
+
+
 class EmbeddingCache:
     """``.npy`` embedding matrices under ``cache_dir``, one file per :class:`CacheKey`.
 
     ``hits`` and ``misses`` count lookups, so callers (and tests) can see that a second
-    run embedded nothing.
+    run embedded nothing; ``evicted`` counts the model folders a write removed. A model
+    folder's modification time is when it was last used (a hit touches it): a write that
+    brings the cache past ``max_models`` models evicts the least recently used, never a
+    fingerprint in ``keep`` nor the one just written.
     """
 
-    def __init__(self, cache_dir: Path) -> None:
+    def __init__(
+        self,
+        cache_dir: Path,
+        *,
+        max_models: int = MAX_CACHED_MODELS,
+        keep: Iterable[str] = (),
+    ) -> None:
+        if max_models < 1:
+            raise ValueError(f"max_models must be at least 1, got {max_models}")
         self.cache_dir = cache_dir
+        self.max_models = max_models
+        self.keep = frozenset(safe_name(fingerprint) for fingerprint in keep)
         self.hits = 0
         self.misses = 0
+        self.evicted = 0
 
     def path(self, key: CacheKey) -> Path:
         return self.cache_dir / key.relative_path()
@@ -160,13 +197,29 @@ class EmbeddingCache:
         if not isinstance(matrix, np.ndarray) or matrix.ndim != 2 or matrix.dtype != np.float32:
             return None
         embeddings: Embeddings = matrix
+        _touch(path.parent)
         return embeddings
 
     def put(self, key: CacheKey, embeddings: Embeddings) -> Path:
         path = self.path(key)
         with atomic_output(path, "wb") as handle:
             np.save(handle, np.ascontiguousarray(embeddings, dtype=np.float32))
+        _touch(path.parent)
+        self._evict(also_keep=path.parent.name)
         return path
+
+    def _evict(self, *, also_keep: str) -> None:
+        last_used = {}
+        for folder in self.cache_dir.iterdir():
+            try:
+                if folder.is_dir():
+                    last_used[folder.name] = folder.stat().st_mtime_ns
+            except OSError:  # removed meanwhile by another process's eviction
+                continue
+        for name in models_to_evict(last_used, self.max_models, self.keep | {also_keep}):
+            # Another process may be reading it: it then sees a miss and recomputes.
+            shutil.rmtree(self.cache_dir / name, ignore_errors=True)
+            self.evicted += 1
 
     def get_or_compute(self, key: CacheKey, compute: Callable[[], Embeddings]) -> Embeddings:
         """The cached matrix for ``key``; on a miss, ``compute()`` it and store it first."""
@@ -178,6 +231,12 @@ class EmbeddingCache:
         embeddings = np.ascontiguousarray(compute(), dtype=np.float32)
         self.put(key, embeddings)
         return embeddings
+
+
+def _touch(folder: Path) -> None:
+    """Mark a model folder as just used (its modification time is the LRU clock)."""
+    with contextlib.suppress(OSError):  # evicted by another process meanwhile
+        os.utime(folder)
 
 
 def embed_cached(

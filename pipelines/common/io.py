@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 import tempfile
@@ -20,6 +21,8 @@ from pathlib import Path
 from typing import IO, Any
 
 import pandas as pd
+
+logger = logging.getLogger(__name__)
 
 
 @contextmanager
@@ -140,9 +143,50 @@ def ensure_quarantine(quarantine_dir: Path, stage: str) -> Path:
 
 
 def quarantined(quarantine_dir: Path, stage: str) -> list[dict[str, Any]]:
-    """The quarantine records of ``stage``, sorted by id."""
+    """The quarantine records of ``stage``, sorted by id.
+
+    A record that cannot be read (corrupt, truncated, not an object) is not dropped: it
+    comes back as a retryable record naming the file (see :func:`read_quarantine_record`),
+    with a warning, so one bad file neither aborts the caller nor loses the item.
+    """
     folder = quarantine_dir / stage
     if not folder.is_dir():
         return []
-    records = [read_json(path) for path in folder.glob("*.json")]
+    records = [read_quarantine_record(path) for path in folder.glob("*.json")]
     return sorted(records, key=lambda record: str(record["id"]))
+
+
+def read_quarantine_record(path: Path) -> dict[str, Any]:
+    """The quarantine record in ``path``; an unreadable one as a record to redo.
+
+    The stand-in keeps the id the file name gives, says what is wrong with the file and
+    is marked ``retryable`` (whoever reads it redoes the item rather than skip it for good).
+    """
+    try:
+        record = read_json(path)
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        problem = f"{type(error).__name__}: {error}"
+    else:
+        if _is_record(record):
+            return dict(record)
+        problem = "not a quarantine record (an object with id and reason)"
+    logger.warning(
+        "unreadable quarantine record %s (%s): treated as retryable, so the item is redone",
+        path,
+        problem,
+    )
+    return {
+        "id": path.stem,
+        "stage": path.parent.name,
+        "reason": f"unreadable quarantine record {path}: {problem}",
+        "details": {"retryable": True, "unreadable_record": str(path)},
+    }
+
+
+def _is_record(value: Any) -> bool:
+    return (
+        isinstance(value, dict)
+        and "id" in value
+        and "reason" in value
+        and isinstance(value.get("details", {}), dict)
+    )

@@ -14,6 +14,7 @@ from pipelines.common.cli import (
     ParamsOption,
     RootOption,
     command_errors,
+    params_path,
 )
 
 
@@ -41,6 +42,7 @@ def evaluate(
     metrics/eval.json, metrics/eval_per_query.parquet and reports/eval/.
     """
     from pipelines.common.config import load_params
+    from pipelines.common.locks import stage_command_lock
     from pipelines.common.models import ModelLoadError
     from pipelines.common.paths import Paths
     from pipelines.evaluate.reports import headline_metrics
@@ -54,8 +56,11 @@ def evaluate(
 
     paths = Paths(root)
     candidate_dir = candidate or paths.candidate
-    with command_errors("evaluate", bad_input=(FileNotFoundError, ValueError, ModelLoadError)):
-        loaded = load_params(params)
+    with (
+        stage_command_lock("evaluate", root),
+        command_errors("evaluate", bad_input=(FileNotFoundError, ValueError, ModelLoadError)),
+    ):
+        loaded = load_params(params_path(params, root))
         # The base is the model the candidate was fine-tuned from, as train recorded it;
         # params.yaml's train section only stands in when the candidate did not record one.
         recorded = base_spec_from_metadata(read_model_metadata(candidate_dir))

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from pipelines.common import io
+from pipelines.common.allowed import METRIC_FAMILIES
 from pipelines.evaluate.eval_set import EvalSet
 from pipelines.evaluate.scoring import dim_key
 from pipelines.evaluate.sources import BASE, CANDIDATE
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 
 # The metrics promotion decides on; the figures show them.
 HEADLINE_FAMILIES = ("mrr", "ndcg")
-METRIC_FAMILIES = ("mrr", "ndcg", "recall", "precision", "map", "hit")
+
 FAMILY_TITLES = {
     "mrr": "MRR",
     "ndcg": "NDCG",

@@ -12,6 +12,7 @@ from pipelines.common.cli import (
     ParamsOption,
     RootOption,
     command_errors,
+    params_path,
 )
 
 WorkersOption = Annotated[
@@ -35,12 +36,18 @@ def graph(
     data/cache/graph/ and reused while the paper, the code and the params stay.
     """
     from pipelines.common.config import load_params
+    from pipelines.common.locks import stage_command_lock
     from pipelines.common.paths import Paths
     from pipelines.graph.llm import LLMError
     from pipelines.graph.stage import run_graph
 
-    with command_errors("graph", bad_input=(FileNotFoundError, ValueError, LLMError)):
-        report = run_graph(load_params(params).graph, Paths(root), workers=workers)
+    with (
+        stage_command_lock("graph", root),
+        command_errors("graph", bad_input=(FileNotFoundError, ValueError, LLMError)),
+    ):
+        report = run_graph(
+            load_params(params_path(params, root)).graph, Paths(root), workers=workers
+        )
     typer.echo(
         f"graph: {report.papers} papers -> {report.concepts} concepts, {report.edges} edges, "
         f"{report.mentions} mentions ({report.papers_skipped} papers skipped)"

@@ -13,10 +13,24 @@ handled, and stops at the first download that failed (those are retried next run
 a run killed at any point resumes without refetching what it has and without skipping
 what it lacks. Counts add up: listed = tex + abstract_only + withdrawn + skipped +
 quarantined, written to ``metrics/ingest.json``.
+
+A paper refused by a configured cap (``ingest.max_archive_bytes``, ``max_file_bytes``,
+``max_archive_files``) is quarantined with the key and value that refused it, its
+listing entry and its e-print, and every later run whose cap is larger re-extracts it
+from the quarantined e-print before listing (``retried``/``recovered`` in the metrics,
+outside ``listed``): a cap never loses a paper for good.
+
+A run that quarantines more than half of the papers it downloaded (a too-tight cap, a
+broken upstream) is abnormal: it writes what it fetched and its metrics, holds the
+watermark before the first paper a cap refused, then raises
+:class:`QuarantineRateError` naming the cap to raise, so the command exits 1 and the
+flow's ingest step fails. Papers still refused by a recorded cap count as refused again
+when relisted, so a retry with unchanged params fails the same way.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections import Counter
 from dataclasses import dataclass, field
@@ -51,6 +65,17 @@ STAGE = "ingest"
 WATERMARK_FILE = "watermark.json"
 EPRINT_FILE = "eprint.bin"
 COUNT_KEYS = ("tex", "abstract_only", "withdrawn", "skipped", "quarantined")
+# A run that quarantines more than this share of the papers it fetched (and at least
+# ALARM_MIN_PAPERS of them) is abnormal: a too-tight cap, a broken mirror or upstream.
+# Fixed, not a knob: the sample mirror, malformed papers included, stays near 30 %.
+ALARM_QUARANTINE_SHARE = 0.5
+ALARM_MIN_PAPERS = 5
+# The ArchiveLimits field each ingest.* key sets (see archive_limits).
+LIMIT_KEYS = {
+    "max_files": "max_archive_files",
+    "max_file_bytes": "max_file_bytes",
+    "max_total_bytes": "max_archive_bytes",
+}
 
 Outcome = Literal["tex", "abstract_only", "withdrawn", "skipped", "quarantined", "failed"]
 
@@ -67,6 +92,11 @@ class IngestReport:
     stored: list[str] = field(default_factory=list)  # "<id>v<n>" written this run
     quarantined: list[tuple[str, str]] = field(default_factory=list)  # (item id, reason)
     listing_complete: bool = True
+    # What the quarantine alarm weighs: papers downloaded this run plus papers skipped
+    # because a cap still in force refused them earlier, and how many of those were refused.
+    considered: int = 0
+    refused: int = 0
+    limit_refusals: Counter[str] = field(default_factory=Counter)  # "ingest.<key>" -> papers
 
     @property
     def fetch_failures(self) -> int:
@@ -74,7 +104,10 @@ class IngestReport:
         return self.counts["fetch_failed"]
 
     def metrics(self) -> dict[str, Any]:
-        counts = {key: self.counts[key] for key in ("listed", *COUNT_KEYS, "fetch_failed")}
+        counts = {
+            key: self.counts[key]
+            for key in ("listed", *COUNT_KEYS, "fetch_failed", "retried", "recovered")
+        }
         return {
             **counts,
             "fetched": self.counts["tex"] + self.counts["abstract_only"],
@@ -171,13 +204,66 @@ def _quarantine_path(quarantine_dir: Path, item_id: str) -> Path:
     return quarantine_dir / STAGE / f"{io.safe_name(item_id)}.json"
 
 
-def rejected_for_good(quarantine_dir: Path, item_id: str) -> bool:
-    """Whether ``item_id`` was quarantined earlier for a reason a retry cannot fix."""
+class QuarantineRateError(ValueError):
+    """The run quarantined an abnormal share of what it downloaded (raised after writing)."""
+
+    def __init__(self, message: str, report: IngestReport) -> None:
+        super().__init__(message)
+        self.report = report
+
+
+def recorded_details(quarantine_dir: Path, item_id: str) -> dict[str, Any] | None:
+    """The ``details`` of ``item_id``'s quarantine record; None when it has none.
+
+    An unreadable record comes back as retryable (``io.read_quarantine_record``): the
+    paper is redone, never skipped because of a broken file.
+    """
     path = _quarantine_path(quarantine_dir, item_id)
     if not path.is_file():
+        return None
+    details = io.read_quarantine_record(path).get("details", {})
+    return details if isinstance(details, dict) else {}
+
+
+def is_final(details: dict[str, Any], params: IngestParams | None = None) -> bool:
+    """Whether a refusal recorded with ``details`` stands: not retryable, and not refused
+    by a cap that ``params`` has since raised."""
+    if params is not None and limit_raised(details, params):
         return False
-    record = io.read_json(path)
-    return not bool(record.get("details", {}).get("retryable", False))
+    return not bool(details.get("retryable", False))
+
+
+def rejected_for_good(
+    quarantine_dir: Path, item_id: str, params: IngestParams | None = None
+) -> bool:
+    """Whether ``item_id`` was quarantined earlier for a reason a retry cannot fix."""
+    details = recorded_details(quarantine_dir, item_id)
+    return details is not None and is_final(details, params)
+
+
+def limit_raised(details: dict[str, Any], params: IngestParams) -> bool:
+    """Whether the cap that refused a paper (``details``) is larger in ``params`` now."""
+    key, refused_at = details.get("limit"), details.get("limit_value")
+    if not isinstance(key, str) or not isinstance(refused_at, int):
+        return False
+    current = getattr(params, key.removeprefix("ingest."), None)
+    return isinstance(current, int) and current > refused_at
+
+
+def _entry_from_details(details: dict[str, Any]) -> Entry | None:
+    fields = details.get("entry")
+    if not isinstance(fields, dict):
+        return None
+    try:
+        return Entry(
+            **{
+                **fields,
+                "authors": tuple(fields["authors"]),
+                "categories": tuple(fields["categories"]),
+            }
+        )
+    except (KeyError, TypeError):
+        return None
 
 
 def _clear_quarantine(quarantine_dir: Path, item_id: str) -> None:
@@ -229,18 +315,41 @@ class _Run:
         self.watermark = report.watermark_before
         # Set at the first download that failed for now: the watermark must not pass it.
         self.blocked = False
+        # Where the watermark stood before the first paper a cap refused this run: an
+        # abnormal run rolls back to it, so the papers are listed (and refused) again.
+        self.limit_refused = False
+        self.before_limit_refusal: str | None = None
 
     def handle_entry(self, entry: Entry) -> Outcome:
         item_id = entry.versioned_id
         if is_stored(self.paths.raw, entry.paper_id, entry.version):
             return "skipped"
-        if rejected_for_good(self.paths.quarantine, item_id):
+        details = recorded_details(self.paths.quarantine, item_id)
+        if details is not None and is_final(details, self.params):
+            if isinstance(details.get("limit"), str):
+                # Still refused by a cap in force: as abnormal as refusing it anew.
+                self.report.considered += 1
+                self.report.refused += 1
+                self._note_limit_refusal(details["limit"])
             return "skipped"
         if entry.withdrawn:
             # A withdrawn version's e-print is only the withdrawal notice (or nothing):
             # record the fact without a request.
             self._store(entry, "withdrawn", eprint=None, source=None)
             return "withdrawn"
+        self.report.considered += 1
+        outcome = self._download(entry)
+        if outcome in ("quarantined", "failed"):
+            self.report.refused += 1
+        return outcome
+
+    def _note_limit_refusal(self, key: str) -> None:
+        self.report.limit_refusals[key] += 1
+        if not self.limit_refused:
+            self.limit_refused = True
+            self.before_limit_refusal = self.watermark
+
+    def _download(self, entry: Entry) -> Outcome:
         try:
             eprint = self.client.fetch_eprint(entry.paper_id, entry.version)
         except ArxivError as error:
@@ -251,19 +360,31 @@ class _Run:
             return "quarantined"
         return self._extract_and_store(entry, eprint)
 
-    def _extract_and_store(self, entry: Entry, eprint: Eprint) -> Outcome:
+    def _extract_and_store(self, entry: Entry, eprint: Eprint, *, replay: bool = False) -> Outcome:
         try:
             result = extract_source(eprint.data, self.limits)
         except Exception as error:  # one bad paper never stops the run
             logger.exception("extracting %s failed", entry.versioned_id)
             result = Rejected(f"extraction failed unexpectedly: {error!r}")
         if isinstance(result, Rejected):
+            limit: dict[str, Any] = {}
+            if result.limit is not None:
+                # Recorded so a run with a larger cap re-extracts it (retry_limit_refusals).
+                key = f"ingest.{LIMIT_KEYS[result.limit]}"
+                limit = {
+                    "limit": key,
+                    "limit_value": getattr(self.limits, result.limit),
+                    "entry": dataclasses.asdict(entry),
+                }
+                if not replay:
+                    self._note_limit_refusal(key)
             self._quarantine(
                 entry,
                 result.reason,
                 retryable=False,
                 payload=eprint.data,
                 content_type=eprint.content_type,
+                extra=limit,
             )
             return "quarantined"
         if isinstance(result, AbstractOnly):
@@ -299,6 +420,7 @@ class _Run:
         retryable: bool,
         payload: bytes | None = None,
         content_type: str | None = None,
+        extra: dict[str, Any] | None = None,
     ) -> None:
         details: dict[str, Any] = {
             "retryable": retryable,
@@ -306,6 +428,7 @@ class _Run:
             "version": entry.version,
             "updated": entry.updated,
             "title": entry.title,
+            **(extra or {}),
         }
         if content_type is not None:
             details["content_type"] = content_type
@@ -330,6 +453,39 @@ class _Run:
             details={"retryable": False, "entry_id": rejected.entry_id},
         )
         self.report.quarantined.append((item_id, reason))
+
+    def retry_limit_refusals(self) -> None:
+        """Re-extract the papers an earlier run's caps refused, where the cap is larger now.
+
+        The watermark has passed them, so the listing will not bring them back; their
+        quarantined e-print and entry are enough, and no request is made.
+        """
+        for record in io.quarantined(self.paths.quarantine, STAGE):
+            details = record.get("details", {})
+            entry = _entry_from_details(details)
+            # Only a file beside the record: the name comes from a file on disk.
+            payload = self.paths.quarantine / STAGE / Path(str(record.get("payload", ""))).name
+            if entry is None or not limit_raised(details, self.params) or not payload.is_file():
+                continue
+            self.report.counts["retried"] += 1
+            if is_stored(self.paths.raw, entry.paper_id, entry.version):
+                _clear_quarantine(self.paths.quarantine, entry.versioned_id)
+                continue
+            eprint = Eprint(str(details.get("content_type", "")), payload.read_bytes())
+            if self._extract_and_store(entry, eprint, replay=True) != "quarantined":
+                self.report.counts["recovered"] += 1
+                logger.info("recovered %s with the larger %s", record["id"], details["limit"])
+
+    def hold_watermark(self) -> None:
+        """Roll the watermark back to before the first paper a cap refused this run."""
+        if not self.limit_refused or self.watermark == self.before_limit_refusal:
+            return
+        self.watermark = self.before_limit_refusal
+        if self.watermark is None:
+            (self.paths.raw / WATERMARK_FILE).unlink(missing_ok=True)
+        else:
+            write_watermark(self.paths.raw, self.watermark)
+        logger.warning("watermark held at %s, before the papers a cap refused", self.watermark)
 
     def advance_watermark(self, entry: Entry, outcome: Outcome) -> None:
         if outcome == "failed":
@@ -365,6 +521,7 @@ def run_ingest(
         watermark_before=watermark,
     )
     run = _Run(params, paths, client, report, fetched_at=format_timestamp(moment))
+    run.retry_limit_refusals()
     counts = report.counts
     handled = 0
     listing_error: ArxivError | None = None
@@ -407,11 +564,34 @@ def run_ingest(
             listing_error = error
             report.listing_complete = False
 
+    alarm = quarantine_alarm(report, paths.quarantine / STAGE)
+    if alarm is not None:
+        run.hold_watermark()
     report.watermark_after = run.watermark
     io.write_json(paths.metric_file(STAGE), report.metrics())
     if listing_error is not None:
         raise listing_error
+    if alarm is not None:
+        raise QuarantineRateError(alarm, report)
     return report
+
+
+def quarantine_alarm(report: IngestReport, quarantine_folder: Path) -> str | None:
+    """One line saying the run's quarantine rate is abnormal, or None when it is not."""
+    considered, refused = report.considered, report.refused
+    if considered < ALARM_MIN_PAPERS or refused <= ALARM_QUARANTINE_SHARE * considered:
+        return None
+    message = (
+        f"{refused} of the {considered} papers this run fetched (or found refused by a cap "
+        f"still in force) are quarantined, more than {ALARM_QUARANTINE_SHARE:.0%}"
+    )
+    if report.limit_refusals:
+        key, papers = report.limit_refusals.most_common(1)[0]
+        return (
+            f"{message}; {papers} of them refused by {key}: raise {key} in params.yaml "
+            f"and rerun (they are re-extracted from {quarantine_folder}, nothing is lost)"
+        )
+    return f"{message}; see the reasons in {quarantine_folder}"
 
 
 def _progress_bar(enabled: bool) -> Any:

@@ -10,6 +10,7 @@ from pipelines.common.cli import (
     ParamsOption,
     RootOption,
     command_errors,
+    params_path,
 )
 
 
@@ -20,11 +21,12 @@ def pairs(params: ParamsOption = DEFAULT_PARAMS, root: RootOption = DEFAULT_ROOT
     data/eval/queries.parquet and qrels.parquet, and the counts to metrics/data.json.
     """
     from pipelines.common.config import load_params
+    from pipelines.common.locks import stage_command_lock
     from pipelines.common.paths import Paths
     from pipelines.pairs.stage import run_pairs
 
-    with command_errors("pairs"):
-        report = run_pairs(load_params(params).pairs, Paths(root))
+    with stage_command_lock("pairs", root), command_errors("pairs"):
+        report = run_pairs(load_params(params_path(params, root)).pairs, Paths(root))
     typer.echo(
         f"pairs: {report.pairs} pairs, {report.queries} queries, {report.qrels} qrels "
         f"({report.held_out_concepts} held-out concepts, {report.unseen_papers} unseen papers)"

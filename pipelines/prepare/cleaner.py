@@ -15,7 +15,9 @@ one ``source.tex``; it runs, in order:
    paragraphs at the top, for the graph stage); everything after ``\\end{document}``
    is dropped too;
 4. **macros**: user macros and environments, defined in the preamble or the body, are
-   expanded everywhere, math included (:mod:`pipelines.prepare.macros`);
+   expanded everywhere, math included (:mod:`pipelines.prepare.macros`); an expansion
+   that would grow the text past its limit (a macro bomb) is *fatal*, and so is more
+   cleaned text than :data:`MAX_CLEANED_CHARS`;
 5. **conversion**: one linear pass over the body turns math into ``$…$``, drops
    formatting, layout and references, splits sections and collects statements
    (:mod:`pipelines.prepare.converter`);
@@ -38,13 +40,22 @@ from dataclasses import dataclass
 
 from pipelines.prepare.chunker import Chunk, chunk_spans
 from pipelines.prepare.converter import Converter, Section
-from pipelines.prepare.macros import Definitions, collect_definitions, expand_macros
+from pipelines.prepare.macros import (
+    Definitions,
+    ExpansionLimitError,
+    collect_definitions,
+    expand_macros,
+)
 from pipelines.prepare.source import Problems, arg_span_end, sanitise, strip_comments
 from pipelines.prepare.statements import Statement
 
 # Bump when the cleaner's output changes, so that cached per-paper outputs are redone.
-CLEANER_VERSION = "1"
+CLEANER_VERSION = "2"  # 2: macro bombs and over-long papers are fatal (quarantined)
 BINARY_FRACTION = 0.01  # more control/replacement characters than this → not LaTeX
+# Cleaned text per paper, at most: ~1,500 pages of prose, more than any real e-print (a long
+# monograph cleans to ~1M characters). More is a macro bomb or not a paper; kept, it would
+# flood the corpus with one paper's passages (finding: 260,002 chunks from a 187-byte gzip).
+MAX_CLEANED_CHARS = 5_000_000
 _BEGIN_DOCUMENT = re.compile(r"\\begin\s*\{document\}")
 _END_DOCUMENT = re.compile(r"\\end\s*\{document\}")
 _FRONT_MATTER = re.compile(r"\\(keywords|subjclass)(?![A-Za-z@])")
@@ -84,6 +95,13 @@ def prepare_document(
     cleaned = clean_latex(source)
     if cleaned.fatal is not None:
         return PreparedDocument((), (), cleaned.problems, cleaned.fatal)
+    cleaned_chars = sum(len(section.text) for section in cleaned.sections)
+    if cleaned_chars > MAX_CLEANED_CHARS:
+        too_long = (
+            f"{cleaned_chars:,} characters after cleaning, more than the {MAX_CLEANED_CHARS:,} "
+            "a paper may have (a macro bomb or not a paper); the paper is left out"
+        )
+        return PreparedDocument((), (), cleaned.problems, too_long)
     chunks: list[Chunk] = []
     dropped = 0
     for section in cleaned.sections:
@@ -129,7 +147,10 @@ def clean_latex(source: str) -> CleanedDocument:
         f"\\{match.group(1)}" + preamble[match.end() : arg_span_end(preamble, match.end())]
         for match in _FRONT_MATTER.finditer(preamble)
     )
-    body = expand_macros(front_matter + "\n\n" + body, definitions, problems)
+    try:
+        body = expand_macros(front_matter + "\n\n" + body, definitions, problems)
+    except ExpansionLimitError as error:
+        return CleanedDocument((), (), problems.items(), str(error))
 
     converter = Converter(definitions.theorems, problems)
     converter.convert(body)

@@ -12,6 +12,7 @@ from pipelines.common.cli import (
     ParamsOption,
     RootOption,
     command_errors,
+    params_path,
 )
 
 WorkersOption = Annotated[
@@ -32,11 +33,14 @@ def prepare(
     same cleaner and knobs) are reused, not redone.
     """
     from pipelines.common.config import load_params
+    from pipelines.common.locks import stage_command_lock
     from pipelines.common.paths import Paths
     from pipelines.prepare.stage import run_prepare
 
-    with command_errors("prepare"):
-        report = run_prepare(load_params(params).prepare, Paths(root), workers=workers)
+    with stage_command_lock("prepare", root), command_errors("prepare"):
+        report = run_prepare(
+            load_params(params_path(params, root)).prepare, Paths(root), workers=workers
+        )
     typer.echo(
         f"prepare: {report.papers_in} papers: {report.prepared} prepared, {report.reused} "
         f"reused, {report.quarantined} quarantined, {report.withdrawn} withdrawn; "

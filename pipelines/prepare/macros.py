@@ -4,10 +4,12 @@
 ``\\def`` / ``\\let`` / ``\\newenvironment``, with ``[n]`` arguments and an optional
 first-argument default, defined in the preamble or the body, are expanded everywhere (math
 included). Expansion repeats until nothing changes, for nested macros, but at most
-:data:`MAX_EXPANSION_PASSES` passes and :data:`MAX_EXPANSION_GROWTH` times the size, so a
-recursive macro cannot loop. The last definition of a name wins. Delimited ``\\def``
-parameters and redefinitions of structural commands (``\\section``, ``\\begin``, ...) are
-not expanded. ``\\newtheorem`` declarations are collected for the converter.
+:data:`MAX_EXPANSION_PASSES` passes, so a recursive macro cannot loop; and the text may
+never grow past :func:`expansion_limit` (checked while it is built, so a macro bomb stops
+before it takes the memory): crossing it raises :class:`ExpansionLimitError`. The last
+definition of a name wins. Delimited ``\\def`` parameters and redefinitions of structural
+commands (``\\section``, ``\\begin``, ...) are not expanded. ``\\newtheorem`` declarations
+are collected for the converter.
 """
 
 from __future__ import annotations
@@ -29,6 +31,11 @@ from pipelines.prepare.source import (
 
 MAX_EXPANSION_PASSES = 10
 MAX_EXPANSION_GROWTH = 4  # expanded body may be at most this many times the original (+64 KiB)
+EXPANSION_SLACK = 65_536  # so that a short paper with a few long macros is never stopped
+
+
+class ExpansionLimitError(ValueError):
+    """Macro expansion crossed :func:`expansion_limit`: a macro bomb or a runaway macro."""
 
 
 # --------------------------------------------------------------------------- macro definitions
@@ -271,20 +278,33 @@ def _parse_newtheorem(text: str, pos: int, definitions: Definitions) -> int:
 # --------------------------------------------------------------------------- macro expansion
 
 
+def expansion_limit(source_chars: int) -> int:
+    """The most characters macro expansion may produce from ``source_chars`` characters."""
+    return MAX_EXPANSION_GROWTH * source_chars + EXPANSION_SLACK
+
+
 def expand_macros(text: str, definitions: Definitions, problems: Problems) -> str:
-    """Expand the user macros and environments in ``text`` until none is left (bounded)."""
+    """Expand the user macros and environments in ``text`` until none is left (bounded).
+
+    Raises :class:`ExpansionLimitError` the moment the output would pass
+    :func:`expansion_limit` of ``len(text)``: a 187-byte gzip of ``\\def\\a{…}`` used 20k
+    times would otherwise expand to hundreds of MB in one pass.
+    """
     pattern = _usage_pattern(
         tuple(sorted(definitions.macros)), tuple(sorted(definitions.environments))
     )
     if pattern is None:
         return text
-    limit = MAX_EXPANSION_GROWTH * len(text) + 65_536
+    source_chars = len(text)
+    limit = expansion_limit(source_chars)
     for _pass in range(MAX_EXPANSION_PASSES):
-        text, expanded = _expand_once(text, pattern, definitions, problems)
+        try:
+            text, expanded = _expand_once(text, pattern, definitions, problems, limit)
+        except ExpansionLimitError as error:
+            raise ExpansionLimitError(
+                f"{error} ({source_chars:,} characters before expansion, limit {limit:,})"
+            ) from None
         if expanded == 0:
-            return text
-        if len(text) > limit:
-            problems.add("macro expansion stopped: text grew too much (recursive macro?)")
             return text
     problems.add(f"macro expansion stopped after {MAX_EXPANSION_PASSES} passes (recursive macro?)")
     return text
@@ -311,25 +331,29 @@ def _usage_pattern(
 
 
 def _expand_once(
-    text: str, pattern: re.Pattern[str], definitions: Definitions, problems: Problems
+    text: str, pattern: re.Pattern[str], definitions: Definitions, problems: Problems, limit: int
 ) -> tuple[str, int]:
+    """One pass over ``text``; raises :class:`ExpansionLimitError` past ``limit`` characters."""
     pieces: list[str] = []
+    size = 0  # characters in ``pieces``: checked as they are added, so memory stays bounded
     pos = 0
     count = 0
     while (match := pattern.search(text, pos)) is not None:
-        pieces.append(text[pos : match.start()])
         end = match.end()
         if match.lastgroup == "env":
             begin_macro, end_code = definitions.environments[match.group("env")]
             if match.group("edge") == "end":
-                pieces.append(end_code)
+                replacement = end_code
             else:
-                replacement, end = _apply(begin_macro, text, end, problems)
-                pieces.append(replacement)
+                replacement, end = _apply(begin_macro, text, end, problems, limit - size)
         else:
             name = match.group(match.lastgroup or 0)
-            replacement, end = _apply(definitions.macros[name], text, end, problems)
-            pieces.append(replacement)
+            replacement, end = _apply(definitions.macros[name], text, end, problems, limit - size)
+        size += match.start() - pos + len(replacement)
+        if size > limit:
+            raise _too_large()
+        pieces.append(text[pos : match.start()])
+        pieces.append(replacement)
         pos = end
         count += 1
     if count == 0:
@@ -338,8 +362,19 @@ def _expand_once(
     return "".join(pieces), count
 
 
-def _apply(macro: Macro, text: str, pos: int, problems: Problems) -> tuple[str, int]:
-    """The expansion of ``macro`` whose arguments start at ``pos``; and where they end."""
+def _too_large() -> ExpansionLimitError:
+    return ExpansionLimitError(
+        f"macro expansion would grow the text past {MAX_EXPANSION_GROWTH}x the source + 64 KiB: "
+        "a macro bomb or a runaway macro"
+    )
+
+
+def _apply(macro: Macro, text: str, pos: int, problems: Problems, budget: int) -> tuple[str, int]:
+    """The expansion of ``macro`` whose arguments start at ``pos``; and where they end.
+
+    Raises :class:`ExpansionLimitError` before joining an expansion longer than ``budget``
+    (one ``#1`` repeated in a body times a long argument is a bomb in a single call).
+    """
     if macro.n_args == 0:
         return "".join(part for part in macro.parts if isinstance(part, str)), pos
     arguments: list[str] = []
@@ -358,6 +393,11 @@ def _apply(macro: Macro, text: str, pos: int, problems: Problems) -> tuple[str, 
             continue
         arguments.append(argument[0])
         pos = argument[1]
+    length = sum(
+        len(arguments[part]) if isinstance(part, int) else len(part) for part in macro.parts
+    )
+    if length > budget:
+        raise _too_large()
     out: list[str] = []
     for part in macro.parts:
         if isinstance(part, int):

@@ -18,6 +18,7 @@ from pipelines.common.cli import (
     ParamsOption,
     RootOption,
     command_errors,
+    params_path,
 )
 
 
@@ -49,7 +50,9 @@ def promote(
     from pipelines.promote.promotion import promote_candidate
 
     with command_errors("promote", bad_input=_bad_input()):
-        result = promote_candidate(load_params(params), Paths(root), candidate_dir=candidate)
+        result = promote_candidate(
+            load_params(params_path(params, root)), Paths(root), candidate_dir=candidate
+        )
     typer.echo(format_promotion(result))
 
 
@@ -64,7 +67,7 @@ def status(params: ParamsOption = DEFAULT_PARAMS, root: RootOption = DEFAULT_ROO
     from pipelines.promote.formatting import format_status
 
     with command_errors("status", bad_input=_bad_input()):
-        entries = alias_status(Paths(root), load_params(params).promote)
+        entries = alias_status(Paths(root), load_params(params_path(params, root)).promote)
     typer.echo(format_status(entries))
 
 
@@ -86,7 +89,9 @@ def rollback(
     from pipelines.promote.formatting import format_rollback
 
     with command_errors("rollback", bad_input=_bad_input()):
-        result = roll_back(Paths(root), load_params(params).promote, reason=reason)
+        result = roll_back(
+            Paths(root), load_params(params_path(params, root)).promote, reason=reason
+        )
     typer.echo(format_rollback(result))
 
 

@@ -3,6 +3,7 @@ logs the same promotion summary)."""
 
 from __future__ import annotations
 
+from pipelines.common.redact import redact_url
 from pipelines.promote.aliases import AliasStatus, RollbackResult
 from pipelines.promote.promotion import PromotionResult
 from pipelines.promote.tags import TAG_ROLLED_BACK
@@ -11,7 +12,12 @@ from pipelines.promote.tags import TAG_ROLLED_BACK
 def format_promotion(result: PromotionResult) -> str:
     """A few lines: decided what, against whom, the metrics, where the aliases point."""
     decision = result.decision
-    outcome = "PROMOTED to @champion" if decision.promote else "not promoted: @challenger"
+    if decision.promote:
+        outcome = "PROMOTED to @champion"
+    elif result.aliases.get("challenger") == result.version:
+        outcome = "not promoted: @challenger"
+    else:  # e.g. withdrawn by a rollback: it holds no alias
+        outcome = "not promoted"
     if result.redecided:
         again = " (registered before; decided again on new evaluation data)"
     elif result.already_registered:
@@ -35,7 +41,7 @@ def format_promotion(result: PromotionResult) -> str:
     if decision.p_value is not None:
         lines.append(f"  p-value: {decision.p_value:.4g}")
     lines.append("  aliases: " + _aliases_line(result.aliases))
-    lines.append(f"  run {result.run_id} at {result.tracking_uri}")
+    lines.append(f"  run {result.run_id} at {redact_url(result.tracking_uri)}")
     return "\n".join(lines)
 
 

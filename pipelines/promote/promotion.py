@@ -3,7 +3,8 @@
 :func:`promote_candidate` (``mathembed promote``; the nightly flow calls it too):
 
 1. reads ``models/candidate/`` and its ``mathembed.json``, and refuses a candidate whose
-   data did not pass validation (``metrics/data_quality.json``) — before touching MLflow;
+   data did not pass validation (``metrics/data_quality.json``) or whose ``dvc.lock``
+   cannot be read (the run records its hashes) — before touching MLflow or scoring;
 2. takes the promotion lock (``mlruns/promote.lock``), so two promotions never interleave;
 3. connects to MLflow: ``sqlite:///<root>/mlruns/mlflow.db`` with artifacts under
    ``<root>/mlruns/artifacts`` by default, or the server named by ``MLFLOW_TRACKING_URI``;
@@ -30,7 +31,10 @@
 A crash anywhere leaves the registry consistent and a rerun finishes the job: the version
 is tagged ``settled`` only after its aliases moved, and an unsettled version (or a
 finished run with a logged model but no version) is picked up again instead of being
-registered twice. A re-decision first sets ``settled`` to ``false`` and writes the
+registered twice; a run of the candidate left RUNNING by a killed promotion is marked
+FAILED and its artifacts deleted. A version withdrawn by rollback is never reported as
+promoted, not even by its recorded decision. The tracking URI is stored and printed
+without its credentials. A re-decision first sets ``settled`` to ``false`` and writes the
 ``eval_data_hash`` tag after the other decision tags, so a crash in the middle of one is
 also finished by the rerun. If MLflow cannot be reached, nothing is written and
 :class:`~pipelines.promote.errors.RegistryError` says so; the candidate stays on disk,
@@ -47,11 +51,17 @@ from typing import TYPE_CHECKING, Any
 from pipelines.common import io
 from pipelines.common.config import Params
 from pipelines.common.paths import Paths
+from pipelines.common.redact import redact_url
 from pipelines.promote.candidate import Candidate, load_candidate, require_validated
 from pipelines.promote.decision import Decision, decide, decide_for_champion
 from pipelines.promote.lock import promotion_lock
-from pipelines.promote.provenance import now
-from pipelines.promote.run_log import find_logged_run, log_run, logged_model_id
+from pipelines.promote.provenance import dvc_lock_hashes, now
+from pipelines.promote.run_log import (
+    fail_orphaned_runs,
+    find_logged_run,
+    log_run,
+    logged_model_id,
+)
 from pipelines.promote.scoring import champion_source, eval_data_hash, score_for_promotion
 from pipelines.promote.store import (
     CHALLENGER,
@@ -119,7 +129,7 @@ class PromotionResult:
             "aliases": self.aliases,
             "already_registered": self.already_registered,
             "redecided": self.redecided,
-            "tracking_uri": self.tracking_uri,
+            "tracking_uri": redact_url(self.tracking_uri),
             "decided_at": self.decided_at,
         }
 
@@ -141,6 +151,7 @@ def promote_candidate(
     """
     candidate = load_candidate(candidate_dir or paths.candidate)
     data_quality = require_validated(paths, candidate)
+    dvc_lock_hashes(paths)  # the run records them: a broken dvc.lock fails before scoring
     with promotion_lock(paths, params.promote.lock_timeout_seconds):
         registry = connect(paths, params.promote, create=True)
         assert registry is not None
@@ -205,6 +216,8 @@ def _promote_locked(
     )
 
     if existing is None:
+        # Under the lock, a RUNNING run of this candidate is one whose process died.
+        fail_orphaned_runs(registry, params.promote, candidate.fingerprint)
         run_id, model_uri = find_logged_run(registry, params.promote, candidate.fingerprint)
         if run_id is None:
             run_id, model_uri = log_run(
@@ -236,7 +249,7 @@ def _promote_locked(
         compared_version=str(compared.version) if compared is not None else None,
         aliases=registry.aliases(),
         already_registered=False,
-        tracking_uri=registry.uri,
+        tracking_uri=redact_url(registry.uri),
         decided_at=decided_at,
         redecided=redecided,
     )
@@ -283,16 +296,21 @@ def _recorded_result(
 ) -> PromotionResult:
     """The outcome a settled version records in its tags (idempotent re-promotion)."""
     tags = version.tags
+    decision = recorded_decision(tags)
+    if (
+        TAG_ROLLED_BACK in tags and decision.promote
+    ):  # its recorded "promoted" was withdrawn by a rollback since
+        decision = held_back(decision, tags)
     return PromotionResult(
         registered_model=registry.model_name,
         version=str(version.version),
         fingerprint=tags.get(TAG_FINGERPRINT, ""),
         run_id=version.run_id or "",
-        decision=recorded_decision(tags),
+        decision=decision,
         compared_version=tags.get("compared_version") or None,
         aliases=registry.aliases(),
         already_registered=already_registered,
-        tracking_uri=registry.uri,
+        tracking_uri=redact_url(registry.uri),
         decided_at=tags.get("decided_at", ""),
         redecided=redecided,
     )

@@ -68,6 +68,56 @@ def find_logged_run(
     return None, ""
 
 
+def fail_orphaned_runs(registry: Registry, promote: PromoteParams, fingerprint: str) -> list[str]:
+    """Mark this candidate's RUNNING runs FAILED and delete their artifacts; their ids.
+
+    Called under the promotion lock, so such a run belongs to a promotion whose process
+    died (a SIGKILL during ``log_model`` leaves one, with the model's ~90 MB of files in
+    the run's and the logged model's artifact folders).
+    """
+    from mlflow.entities import LoggedModelStatus, RunStatus
+
+    experiment_id = _experiment_id(registry, promote, create=False)
+    if experiment_id is None:
+        return []
+    client = registry.client
+    runs = client.search_runs(
+        [experiment_id],
+        f"tags.{TAG_FINGERPRINT} = '{fingerprint}' and attributes.status = 'RUNNING'",
+        max_results=100,
+    )
+    failed = []
+    for run in runs:
+        run_id = run.info.run_id
+        models = client.search_logged_models(
+            experiment_ids=[experiment_id], filter_string=f"source_run_id = '{run_id}'"
+        )
+        kept = [
+            location
+            for location in [model.artifact_location for model in models] + [run.info.artifact_uri]
+            if not _delete_artifacts(location)
+        ]
+        if kept:  # said on the run, so nobody takes them for a finished run's files
+            client.set_tag(run_id, "orphaned_artifacts_left", " ".join(kept)[:5000])
+        for model in models:
+            client.finalize_logged_model(model.model_id, LoggedModelStatus.FAILED)
+        # Terminated last: a crash before this leaves it RUNNING, so the next run retries.
+        client.set_terminated(run_id, RunStatus.to_string(RunStatus.FAILED))
+        failed.append(run_id)
+    return failed
+
+
+def _delete_artifacts(location: str) -> bool:
+    """Delete everything under an artifact location; ``False`` where the store cannot."""
+    from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
+
+    try:
+        get_artifact_repository(location).delete_artifacts()
+    except NotImplementedError:  # e.g. a read-only or append-only artifact store
+        return False
+    return True
+
+
 def logged_model_id(model_uri: str) -> str | None:
     """``models:/m-<id>`` (what ``log_model`` returns in MLflow 3) -> ``m-<id>``.
 
@@ -124,10 +174,7 @@ def log_run(
         tags=run_tags,
     ) as run:
         mlflow.log_params(
-            {
-                key: _param_value(value)
-                for key, value in _flatten(dataclasses.asdict(params)).items()
-            }
+            {key: _param_value(value) for key, value in logged_params(params, candidate).items()}
         )
         mlflow.log_metrics({key: value for key, value in metrics.items() if math.isfinite(value)})
         registry.client.log_batch(run.info.run_id, metrics=_curve_metrics(train_metrics))
@@ -148,6 +195,24 @@ def log_run(
         # Marks the run as complete for a rerun after a crash before registration.
         mlflow.set_tag("model_uri", logged.model_uri)
     return run.info.run_id, logged.model_uri
+
+
+def logged_params(params: Params, candidate: Candidate) -> dict[str, Any]:
+    """The run's params: what the model was trained with, what the promotion decided with.
+
+    ``train.*`` come from the candidate's own record (``mathembed.json``), never from the
+    ``--params`` file, which may differ from the one the model was trained with;
+    ``evaluate.*`` and ``promote.*`` are this promotion's scoring and rule.
+    """
+    trained_with = candidate.metadata.get("params")
+    decided_with = {
+        "evaluate": dataclasses.asdict(params.evaluate),
+        "promote": dataclasses.asdict(params.promote),
+    }
+    return {
+        **_flatten(trained_with if isinstance(trained_with, Mapping) else {}, "train."),
+        **_flatten(decided_with),
+    }
 
 
 def pip_requirements() -> list[str]:

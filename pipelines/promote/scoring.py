@@ -58,13 +58,15 @@ def score_for_promotion(
             f"{candidate.directory / MODEL_METADATA_FILE} does not name its base model "
             "(base_model, params.pooling, params.max_seq_length); retrain it with `dvc repro`"
         )
-    cache = EmbeddingCache(paths.embedding_cache) if params.evaluate.cache else None
     sources = {
         "candidate": local_model_source(CANDIDATE, candidate.directory),
         "base": base_model_source(base_spec),
     }
     if champion is not None:
         sources["champion"] = champion
+    # The three sides' embeddings are the ones the next runs need: never evict them here.
+    keep = [source.fingerprint for source in sources.values()]
+    cache = EmbeddingCache(paths.embedding_cache, keep=keep) if params.evaluate.cache else None
     scores = {
         side: _score_source(
             source, eval_set, params, cache=cache, batch_size=params.evaluate.batch_size

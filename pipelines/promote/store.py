@@ -1,6 +1,9 @@
 """The MLflow side: which store (``MLFLOW_TRACKING_URI``, else a SQLite store under
 ``<root>/mlruns``), a client bound to the registered model, and MLflow's failures turned
-into :class:`~pipelines.promote.errors.RegistryError` messages that say what to do.
+into :class:`~pipelines.promote.errors.RegistryError` messages that say what to do (with
+any password in the URI hidden). A local ``mlflow.db`` that is empty, truncated or not
+SQLite is reported, never re-initialised: MLflow would silently migrate it into an empty
+registry.
 
 MLflow itself is imported inside the functions: importing this module stays cheap.
 """
@@ -18,6 +21,7 @@ import requests
 
 from pipelines.common.config import PromoteParams
 from pipelines.common.paths import Paths
+from pipelines.common.redact import redact
 from pipelines.promote.errors import RERUN_HINT, RegistryError
 from pipelines.promote.tags import TAG_FINGERPRINT
 
@@ -31,6 +35,11 @@ CHAMPION = "champion"
 CHALLENGER = "challenger"
 PREVIOUS = "previous"
 ALIASES = (CHAMPION, CHALLENGER, PREVIOUS)
+
+#: The first 16 bytes of every SQLite database file.
+SQLITE_MAGIC = b"SQLite format 3\x00"
+#: A SQLite database header is 100 bytes.
+SQLITE_HEADER_SIZE = 100
 
 
 def tracking_uri(paths: Paths) -> str:
@@ -97,14 +106,72 @@ def connect(paths: Paths, promote: PromoteParams, *, create: bool) -> Registry |
     uri = tracking_uri(paths)
     artifact_root = None
     if _uses_default_store():
-        if not (paths.mlflow_store / "mlflow.db").is_file() and not create:
-            return None
+        db = paths.mlflow_store / "mlflow.db"
+        if not db.is_file():
+            if not create:
+                return None
+        else:
+            # MLflow would silently migrate a damaged or empty file into a new, empty
+            # registry: refuse it, whichever command asks.
+            _check_sqlite_store(db)
         paths.mlflow_store.mkdir(parents=True, exist_ok=True)
         artifact_root = (paths.mlflow_store / "artifacts").resolve()
     elif uri.startswith(("http://", "https://")):
         _check_server(uri, promote.server_timeout_seconds)
     client = MlflowClient(tracking_uri=uri, registry_uri=uri)
     return Registry(client, uri, promote.registered_model, artifact_root)
+
+
+def sqlite_store_problem(header: bytes, size: int) -> str | None:
+    """What is wrong with a SQLite file, judged by its first bytes and its size; ``None``: fine.
+
+    A truncated file is one shorter than the page count its header records (when the
+    header's size field is valid: its "version-valid-for" equals the change counter).
+    """
+    if size == 0:
+        return "it is empty (0 bytes)"
+    if size < SQLITE_HEADER_SIZE or not header.startswith(SQLITE_MAGIC):
+        return "it is not a SQLite database"
+    page_size = int.from_bytes(header[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    size_is_valid = header[24:28] == header[92:96]
+    pages = int.from_bytes(header[28:32], "big")
+    if size_is_valid and pages and size < pages * page_size:
+        return f"it is truncated ({size} of {pages * page_size} bytes)"
+    return None
+
+
+def _check_sqlite_store(db: Path) -> None:
+    """Raise :class:`RegistryError` naming ``db`` and the fix when it is not a usable store."""
+    with db.open("rb") as handle:
+        header = handle.read(SQLITE_HEADER_SIZE)
+    problem = sqlite_store_problem(header, db.stat().st_size) or _sqlite_read_problem(db)
+    if problem is not None:
+        raise RegistryError(
+            f"the MLflow store {db} is corrupt: {problem}. Nothing was changed; restore it "
+            f"from a backup, or move it aside (mv {db} {db}.broken) to start an empty registry"
+        )
+
+
+def _sqlite_read_problem(db: Path) -> str | None:
+    """Why SQLite cannot list ``db``'s MLflow tables, opened read-only; ``None``: it can."""
+    import sqlite3
+
+    try:  # read-only: the check itself must not change the file
+        connection = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master")}
+        finally:
+            connection.close()
+    except sqlite3.Error as error:
+        # A hot journal (a writer crashed mid-transaction) needs a read-write open to be
+        # rolled back, which MLflow's own connection does: not corruption.
+        if "readonly" in str(error) or "read-only" in str(error):
+            return None
+        return f"SQLite cannot read it ({error})"
+    if "alembic_version" not in tables:
+        return "it is a SQLite database without MLflow's tables"
+    return None
 
 
 def _check_server(uri: str, timeout_seconds: float) -> None:
@@ -118,7 +185,7 @@ def _check_server(uri: str, timeout_seconds: float) -> None:
 
 
 def _unreachable(uri: str, problem: str) -> str:
-    return (
+    return redact(
         f"the MLflow tracking server at {uri} is unreachable ({problem}). Nothing was "
         "changed: no model promoted, the candidate left as it is on disk. Start the server "
         f"(or unset MLFLOW_TRACKING_URI to use the local store mlruns/), then {RERUN_HINT}"
@@ -157,9 +224,11 @@ def registry_errors(uri: str, candidate_dir: Path | None) -> Iterator[None]:
     except (MlflowException, requests.RequestException) as error:
         kept = f"the candidate {candidate_dir} is untouched; " if candidate_dir else ""
         raise RegistryError(
-            f"MLflow at {uri} failed: {error}. The registry stays consistent (a version is "
-            f"marked settled only once its aliases have moved); {kept}fix the problem, "
-            f"then {RERUN_HINT}"
+            redact(
+                f"MLflow at {uri} failed: {error}. The registry stays consistent (a version "
+                f"is marked settled only once its aliases have moved); {kept}fix the "
+                f"problem, then {RERUN_HINT}"
+            )
         ) from error
 
 

@@ -12,6 +12,7 @@ from pipelines.common.cli import (
     ParamsOption,
     RootOption,
     command_errors,
+    params_path,
 )
 
 
@@ -33,7 +34,9 @@ def search(
     from pipelines.search.query import search as search_passages
 
     with command_errors("search", bad_input=(PromotionError, FileNotFoundError, ValueError)):
-        hits = search_passages(query, k, Paths(root), load_params(params).promote)
+        hits = search_passages(
+            query, k, Paths(root), load_params(params_path(params, root)).promote
+        )
     typer.echo(format_hits(hits))
 
 

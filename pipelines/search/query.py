@@ -24,6 +24,7 @@ from pipelines.common import io
 from pipelines.common.config import PromoteParams
 from pipelines.common.embeddings import EmbeddingCache, embed_cached, embed_texts
 from pipelines.common.paths import Paths
+from pipelines.common.redact import redact
 from pipelines.common.tables import TABLES
 from pipelines.promote.errors import NoChampionError
 from pipelines.promote.store import CHAMPION, connect, load_registered_model, version_fingerprint
@@ -58,6 +59,13 @@ def search(query: str, k: int, paths: Paths, promote: PromoteParams | None = Non
     """
     if not query.strip():
         raise ValueError("the query is empty; pass some text, e.g. mathembed search 'prime gaps'")
+    try:
+        query.encode("utf-8")
+    except UnicodeEncodeError as error:  # e.g. a lone surrogate: argv bytes that were not UTF-8
+        raise ValueError(
+            f"the query is not valid UTF-8 text (character {error.start + 1} cannot be "
+            "encoded); pass it in a UTF-8 terminal or locale, e.g. LANG=C.UTF-8"
+        ) from None
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
     promote = promote or PromoteParams()
@@ -66,18 +74,19 @@ def search(query: str, k: int, paths: Paths, promote: PromoteParams | None = Non
     registry = connect(paths, promote, create=False)
     champion = registry.version_by_alias(CHAMPION) if registry is not None else None
     if registry is None or champion is None:
-        where = registry.uri if registry is not None else str(paths.mlflow_store)
+        where = redact(registry.uri) if registry is not None else str(paths.mlflow_store)
         raise NoChampionError(
             f"no @{CHAMPION} version of {promote.registered_model} in the registry ({where}); "
             "run the pipeline (`make repro` / `dvc repro`) and `mathembed promote` first"
         )
     model = load_registered_model(registry, champion)
     texts = chunks["text"].astype(str).tolist()
+    fingerprint = version_fingerprint(registry, champion)
     corpus = embed_cached(
         model,
         texts,
-        model_fingerprint=version_fingerprint(registry, champion),
-        cache=EmbeddingCache(paths.embedding_cache),
+        model_fingerprint=fingerprint,
+        cache=EmbeddingCache(paths.embedding_cache, keep=[fingerprint]),
         batch_size=BATCH_SIZE,
         progress=sys.stderr.isatty(),
     )

@@ -13,6 +13,7 @@ from pipelines.common.cli import (
     ProgressOption,
     RootOption,
     command_errors,
+    params_path,
 )
 
 
@@ -30,12 +31,18 @@ def train(
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     logging.getLogger("pipelines").setLevel(logging.INFO)  # our decisions, not library chatter
     from pipelines.common.config import load_params
+    from pipelines.common.locks import stage_command_lock
     from pipelines.common.models import ModelLoadError
     from pipelines.common.paths import Paths
     from pipelines.train.stage import TrainError, format_loss, run_train
 
-    with command_errors("train", bad_input=(ModelLoadError, TrainError, FileNotFoundError)):
-        report = run_train(load_params(params).train, Paths(root), progress=progress)
+    with (
+        stage_command_lock("train", root),
+        command_errors("train", bad_input=(ModelLoadError, TrainError, FileNotFoundError)),
+    ):
+        report = run_train(
+            load_params(params_path(params, root)).train, Paths(root), progress=progress
+        )
     typer.echo(
         f"train: {report.resume_note}; {report.steps} steps on {report.n_train_pairs} pairs "
         f"({report.device}, {report.precision}), {report.pairs_per_second:.1f} pairs/s, "

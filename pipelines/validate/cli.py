@@ -10,6 +10,7 @@ from pipelines.common.cli import (
     ParamsOption,
     RootOption,
     command_errors,
+    params_path,
 )
 
 
@@ -24,12 +25,13 @@ def validate(params: ParamsOption = DEFAULT_PARAMS, root: RootOption = DEFAULT_R
     reports/data_quality/.
     """
     from pipelines.common.config import load_params
+    from pipelines.common.locks import stage_command_lock
     from pipelines.common.paths import Paths
     from pipelines.validate.stage import ValidationError, run_validate
 
     bad_input = (ValidationError, FileNotFoundError, ValueError)
-    with command_errors("validate", bad_input):
-        report = run_validate(load_params(params).validate, Paths(root))
+    with stage_command_lock("validate", root), command_errors("validate", bad_input):
+        report = run_validate(load_params(params_path(params, root)).validate, Paths(root))
     totals = report.metrics["totals"]
     typer.echo(
         f"validate: {len(report.tables)} tables, {totals['rows_in']} rows in, "

@@ -102,6 +102,16 @@ def _check_tables(tables: Mapping[str, pd.DataFrame]) -> None:
                 f"build_report: table {table!r} lacks columns {missing}; it needs "
                 f"{list(columns)} (see the data contract)."
             )
+        for column in columns:
+            # The helper columns need values (a null text has no length); validate's
+            # schemas reject nulls, so a null here means the frames were not validated.
+            nulls = int(tables[table][column].isna().sum())
+            if nulls:
+                raise ValueError(
+                    f"build_report: table {table!r} column {column!r} has {nulls} null "
+                    "value(s); the report describes validated tables only: run mathembed "
+                    "validate, which rejects them"
+                )
 
 
 def _section(

@@ -15,8 +15,9 @@ collected), and the policy is:
   columns, dtypes, nulls, formats, ranges, allowed values); cross-table integrity
   (:data:`pipelines.validate.references.REFERENCES`: every chunk's paper exists, both
   ends of an edge are concepts, every qrel points at a chunk and a query, every query
-  has a qrel, ...); and leakage between training pairs and the held-out evaluation set
-  (:mod:`pipelines.validate.leakage`).
+  has a qrel, ...); leakage between training pairs and the held-out evaluation set
+  (:mod:`pipelines.validate.leakage`); and corpus balance (a paper holding most of the
+  passages, :mod:`pipelines.validate.balance`).
 * **row-level** failures (:data:`pipelines.validate.schemas.ROW_LEVEL_CHECKS`: passage
   length, leftover LaTeX markup, empty anchors or texts, an anchor equal to its positive,
   duplicate ids) are quarantined when at most ``max_row_failure_fraction`` of a table's
@@ -49,7 +50,7 @@ from pipelines.common import io
 from pipelines.common.config import ValidateParams
 from pipelines.common.paths import Paths
 from pipelines.common.tables import TABLES, write_table
-from pipelines.validate import schemas
+from pipelines.validate import balance, schemas
 from pipelines.validate.leakage import leakage_masks
 from pipelines.validate.references import REFERENCES
 
@@ -60,6 +61,9 @@ THRESHOLD_CHECK = "max_row_failure_fraction"
 FAILED_CHECK = "failed_check"
 DANGLING = "dangling after "
 EXAMPLES_SHOWN = 5
+INCOMPLETE = (
+    "validate was interrupted before the data-quality report was complete; rerun mathembed validate"
+)
 VALUE_CHARS = 60
 
 
@@ -295,6 +299,21 @@ def _leakage(
     return failures, {check: int(mask.sum()) for check, mask in masks.items()}
 
 
+def _balance(
+    frames: Mapping[str, pd.DataFrame], usable: set[str]
+) -> tuple[list[CheckFailure], dict[str, int]]:
+    """A paper holding an absurd share of all passages (:mod:`pipelines.validate.balance`)."""
+    if "chunks" not in usable:
+        return [], {}
+    chunks = frames["chunks"]
+    dominant = balance.dominant_papers(chunks)
+    rows = int(dominant.sum())
+    if dominant.empty:
+        return [], {balance.CHECK: 0}
+    examples, note = balance.describe(dominant, chunks)
+    return [CheckFailure("chunks", balance.CHECK, rows, examples, note)], {balance.CHECK: rows}
+
+
 # -- quarantine -------------------------------------------------------------------------
 
 
@@ -365,7 +384,8 @@ def validate_tables(tables: Mapping[str, pd.DataFrame], params: ValidateParams) 
     usable = {table for table in TABLES if not found[table].broken}
     integrity_failures, integrity_counts = _integrity(frames, usable)
     leakage_failures, leakage_counts = _leakage(frames, usable)
-    failures += integrity_failures + leakage_failures
+    balance_failures, balance_counts = _balance(frames, usable)
+    failures += integrity_failures + leakage_failures + balance_failures
 
     limit = params.max_row_failure_fraction
     for table in [table for table in TABLES if table in usable]:
@@ -412,6 +432,8 @@ def validate_tables(tables: Mapping[str, pd.DataFrame], params: ValidateParams) 
         }
         if table == "pairs":
             checks["leakage"] = dict(leakage_counts)
+        if table == "chunks":
+            checks["corpus"] = dict(balance_counts)
         outcomes[table] = TableOutcome(
             rows_in=len(frames[table]),
             kept=len(kept[table]),
@@ -462,6 +484,9 @@ def run_validate(params: ValidateParams, paths: Paths) -> ValidationReport:
         failed = sorted(f"{table}: {check}" for table, check in error.checks())
         io.write_json(metrics_path, {"passed": False, "failed_checks": failed})
         raise
+    # Until the report is built the record says "not passed": an interrupted run (Ctrl-C,
+    # a killed worker) must not leave "passed" beside new tables and a half-built report.
+    io.write_json(metrics_path, {"passed": False, "incomplete": INCOMPLETE})
     written: list[Path] = []
     for name, table in TABLES.items():
         # The input's own Parquet schema: a validated table has exactly its input's types.
@@ -475,8 +500,8 @@ def run_validate(params: ValidateParams, paths: Paths) -> ValidationReport:
             arrow_schema.append(pyarrow.field(FAILED_CHECK, pyarrow.string())),
         )
         written += [validated, quarantine]
-    metrics = {"passed": True, **result.metrics()}
-    io.write_json(metrics_path, metrics)
-    written.append(metrics_path)
     quality = build_quality_report(result.kept, paths)
+    metrics = {"passed": True, **result.metrics()}
+    io.write_json(metrics_path, metrics)  # last: "passed" means everything above is on disk
+    written.append(metrics_path)
     return ValidationReport(result.tables, metrics, written, quality)

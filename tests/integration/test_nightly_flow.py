@@ -12,7 +12,8 @@ of the project:
    webhook), and nothing is lost or half-registered;
 3. the next run, services back, promotes and pushes what was left, without retraining;
 4. a run with nothing new ends early, and ``force`` retrains anyway;
-5. a run killed during training resumes from its checkpoint on the next run;
+5. a run killed during training takes its trainer with it, and the next run resumes from
+   its checkpoint;
 6. ``mathembed serve`` registers the cron deployment, and training can run on a served
    ``train-gpu`` deployment in another checkout that shares only S3 and the Prefect API.
 """
@@ -27,6 +28,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,8 +44,10 @@ from prefect.states import State
 from projects import dvc, new_project, run, update_params
 from webhook import Webhook, receiving_webhook
 
+from flows import processes
 from flows.nightly import nightly_retrain
 from pipelines.common.io import read_json
+from pipelines.common.locks import stage_lock
 from pipelines.dev import services
 
 MODEL = "math-embed"
@@ -252,6 +256,10 @@ def test_a_run_killed_during_training_resumes_on_the_next(stack: Stack) -> None:
         time.sleep(0.1)
     os.killpg(killed.pid, signal.SIGKILL)
     killed.wait(timeout=60)
+    # The trainer (its own process group, under dvc) died with the flow: its stage lock is
+    # free within the SIGTERM grace, so the next run cannot overlap an orphan.
+    with stage_lock(stack.root, "test", wait_seconds=processes.GRACE_SECONDS + 10):
+        pass
 
     state = run_nightly(stack)
     assert state.is_completed(), state.message
@@ -260,25 +268,47 @@ def test_a_run_killed_during_training_resumes_on_the_next(stack: Stack) -> None:
     assert train["steps_this_run"] < train["steps"]
 
 
-def test_serve_registers_the_nightly_deployment_on_its_cron_schedule(stack: Stack) -> None:
-    with subprocess.Popen(
-        [sys.executable, "-m", "pipelines.cli", "serve", "--root", str(stack.root)],
+def _default_sigint() -> None:
+    # A child of a test run started as a background job inherits SIGINT ignored; serve
+    # must still stop on Ctrl-C.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@contextmanager
+def serving(command: list[str], cwd: Path | None = None) -> Iterator[subprocess.Popen[bytes]]:
+    """A serving process, stopped with Ctrl-C at the end (killed if it does not stop)."""
+    process = subprocess.Popen(
+        command,
+        cwd=cwd,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-    ) as server:
+        preexec_fn=_default_sigint,
+    )
+    try:
+        yield process
+    finally:
+        process.send_signal(signal.SIGINT)
         try:
-            deployment = None
-            deadline = time.monotonic() + 120
-            while deployment is None:
-                assert server.poll() is None, "mathembed serve exited"
-                assert time.monotonic() < deadline, "no deployment appeared"
-                time.sleep(0.5)
-                with get_client(sync_client=True) as client:
-                    deployments = client.read_deployments()
-                deployment = next((d for d in deployments if d.name == "nightly-retrain"), None)
-        finally:
-            server.send_signal(signal.SIGINT)
-            server.wait(timeout=60)
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+            raise
+
+
+def test_serve_registers_the_nightly_deployment_on_its_cron_schedule(stack: Stack) -> None:
+    with serving(
+        [sys.executable, "-m", "pipelines.cli", "serve", "--root", str(stack.root)]
+    ) as server:
+        deployment = None
+        deadline = time.monotonic() + 120
+        while deployment is None:
+            assert server.poll() is None, "mathembed serve exited"
+            assert time.monotonic() < deadline, "no deployment appeared"
+            time.sleep(0.5)
+            with get_client(sync_client=True) as client:
+                deployments = client.read_deployments()
+            deployment = next((d for d in deployments if d.name == "nightly-retrain"), None)
     schedule = deployment.schedules[0].schedule
     assert (getattr(schedule, "cron", None), getattr(schedule, "timezone", None)) == (
         "0 2 * * *",
@@ -300,18 +330,11 @@ def test_training_on_the_gpu_pool_shares_only_the_remote_stores(
     dvc("remote", "modify", "s3", "endpointurl", stack.services.s3_url, cwd=worker)
     update_params(stack.root, {"flow": {"gpu_deployment": "train-gpu/train-gpu"}})
     serve_gpu = "from flows.train_gpu import train_gpu; train_gpu.serve(name='train-gpu')"
-    with subprocess.Popen(
-        [sys.executable, "-c", serve_gpu],
-        cwd=worker,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    ) as gpu_worker:
-        try:
+    try:
+        with serving([sys.executable, "-c", serve_gpu], cwd=worker):
             state = run_nightly(stack, force=True)
-        finally:
-            gpu_worker.send_signal(signal.SIGINT)
-            gpu_worker.wait(timeout=60)
-            update_params(stack.root, {"flow": {"gpu_deployment": ""}})
+    finally:
+        update_params(stack.root, {"flow": {"gpu_deployment": ""}})
     assert state.is_completed(), state.message
     _type, _name, tasks = api_view(state)
     assert "train-on-gpu-pool" in tasks and "train" not in tasks

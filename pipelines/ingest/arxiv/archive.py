@@ -11,8 +11,11 @@ the whole archive hostile and it is rejected, not partly used.
 
 The main file is the ``.tex`` with ``\\documentclass`` (or LaTeX 2.09's
 ``\\documentstyle``), else the largest ``.tex``; ``\\input``/``\\include`` are inlined
-from files inside the archive only. Text is UTF-8, else latin-1 (which decodes any
-byte string), and the fallback is recorded.
+from files inside the archive only, and the expansion is capped (inclusions and size), so
+an include fan-out is refused as fast as a compression bomb. Text is UTF-8, else latin-1
+(which decodes any byte string), and the fallback is recorded. NUL bytes are dropped from
+every text source wherever they are, as TeX itself ignores them (catcode 9), so where a
+stray NUL sits never decides whether the paper is kept.
 """
 
 from __future__ import annotations
@@ -37,6 +40,9 @@ TEXT_SUFFIXES = frozenset(
 )
 TEX_SUFFIXES = frozenset({".tex", ".ltx", ".latex"})
 MAX_INCLUDE_DEPTH = 8
+# Real papers inline tens of files; thousands means an \input fan-out (each file
+# including the next several times grows exponentially with depth).
+MAX_INCLUSIONS = 2000
 _GZIP_SLICE = 64 * 1024
 _SNIFF_BYTES = 8192
 
@@ -77,9 +83,14 @@ class AbstractOnly:
 
 @dataclass(frozen=True)
 class Rejected:
-    """The e-print is malformed or hostile; ``reason`` says which, for the quarantine."""
+    """The e-print is malformed or hostile; ``reason`` says which, for the quarantine.
+
+    ``limit`` names the configured cap (an ``ArchiveLimits`` field) that refused it, if
+    one did: a run with a larger cap may accept the paper, so the refusal is not final.
+    """
 
     reason: str
+    limit: str | None = None
 
 
 ExtractResult = Source | AbstractOnly | Rejected
@@ -87,6 +98,18 @@ ExtractResult = Source | AbstractOnly | Rejected
 
 class _Refused(Exception):
     """Internal: stop reading the archive; the message becomes the rejection reason."""
+
+    def __init__(self, reason: str, limit: str | None = None) -> None:
+        super().__init__(reason)
+        self.limit = limit
+
+
+class IncludeLimitError(ValueError):
+    """:func:`resolve_includes` crossed a cap on the inlined document."""
+
+    def __init__(self, reason: str, limit: str | None = None) -> None:
+        super().__init__(reason)
+        self.limit = limit
 
 
 def detect_format(data: bytes) -> Format:
@@ -106,8 +129,19 @@ def detect_format(data: bytes) -> Format:
         return "html"
     if b"\x00" in head:
         # Old tar formats have no "ustar" magic; a NUL-padded header is still a tar.
-        return "tar" if _is_tar(data) else "unknown"
+        if _is_tar(data):
+            return "tar"
+        # Stray NULs in a source file are dropped later (as anywhere else in the file);
+        # other control bytes mean a binary file.
+        return "text" if _looks_like_text(head.replace(b"\x00", b"")) else "unknown"
     return "text"
+
+
+_CONTROL_BYTES = frozenset(range(32)) - {0x09, 0x0A, 0x0C, 0x0D, 0x1A}
+
+
+def _looks_like_text(head: bytes) -> bool:
+    return bool(head) and not any(byte in _CONTROL_BYTES for byte in head)
 
 
 def extract_source(data: bytes, limits: ArchiveLimits) -> ExtractResult:
@@ -117,14 +151,19 @@ def extract_source(data: bytes, limits: ArchiveLimits) -> ExtractResult:
     except _AbstractOnly as no_source:
         return AbstractOnly(str(no_source))
     except _Refused as refusal:
-        return Rejected(str(refusal))
+        return Rejected(str(refusal), refusal.limit)
     decoded = {name: _decode(raw) for name, raw in files.items()}
     main_file = choose_main_file({name: text for name, (text, _) in decoded.items()})
     if main_file is None:
         names = ", ".join(sorted(files)) or "none"
         return Rejected(f"no .tex file in the e-print (text files: {names})")
     texts = {name: text for name, (text, _) in decoded.items()}
-    text, used, unresolved = resolve_includes(main_file, texts)
+    try:
+        text, used, unresolved = resolve_includes(
+            main_file, texts, max_chars=limits.max_total_bytes
+        )
+    except IncludeLimitError as refusal:
+        return Rejected(f"{main_file}: {refusal}", refusal.limit)
     encoding: Encoding = (
         "latin-1" if any(decoded[name][1] == "latin-1" for name in used) else "utf-8"
     )
@@ -148,7 +187,8 @@ def _read_text_files(data: bytes, limits: ArchiveLimits, *, allow_gzip: bool) ->
         if len(data) > limits.max_file_bytes:
             raise _Refused(
                 f"single source file of {len(data)} bytes exceeds max_file_bytes "
-                f"({limits.max_file_bytes})"
+                f"({limits.max_file_bytes})",
+                "max_file_bytes",
             )
         return {"main.tex": data}
     if kind == "empty":
@@ -176,7 +216,8 @@ def _gunzip(data: bytes, max_total_bytes: int) -> bytes:
                     if len(output) > max_total_bytes:
                         raise _Refused(
                             f"decompresses to more than max_archive_bytes ({max_total_bytes}):"
-                            " compression bomb or oversized source"
+                            " compression bomb or oversized source",
+                            "max_total_bytes",
                         )
                     pending = inflater.unconsumed_tail
         except zlib.error as error:
@@ -207,7 +248,9 @@ def _read_tar(data: bytes, limits: ArchiveLimits) -> dict[str, bytes]:
             for member in archive:
                 members += 1
                 if members > limits.max_files:
-                    raise _Refused(f"more than max_archive_files ({limits.max_files}) entries")
+                    raise _Refused(
+                        f"more than max_archive_files ({limits.max_files}) entries", "max_files"
+                    )
                 name = _safe_member_name(member.name)
                 if member.issym() or member.islnk():
                     kind = "symlink" if member.issym() else "hard link"
@@ -219,12 +262,14 @@ def _read_tar(data: bytes, limits: ArchiveLimits) -> dict[str, bytes]:
                 if member.size > limits.max_file_bytes:
                     raise _Refused(
                         f"{name} is {member.size} bytes, over max_file_bytes "
-                        f"({limits.max_file_bytes})"
+                        f"({limits.max_file_bytes})",
+                        "max_file_bytes",
                     )
                 total += member.size
                 if total > limits.max_total_bytes:
                     raise _Refused(
-                        f"text sources exceed max_archive_bytes ({limits.max_total_bytes})"
+                        f"text sources exceed max_archive_bytes ({limits.max_total_bytes})",
+                        "max_total_bytes",
                     )
                 handle = archive.extractfile(member)
                 content = handle.read() if handle is not None else b""
@@ -248,6 +293,7 @@ def _safe_member_name(name: str) -> str:
 
 
 def _decode(raw: bytes) -> tuple[str, Encoding]:
+    raw = raw.replace(b"\x00", b"")  # TeX ignores NUL; see the module docstring
     try:
         return raw.decode("utf-8-sig"), "utf-8"
     except UnicodeDecodeError:
@@ -288,7 +334,12 @@ def choose_main_file(texts: Mapping[str, str]) -> str | None:
 
 
 def resolve_includes(
-    main_file: str, texts: Mapping[str, str], max_depth: int = MAX_INCLUDE_DEPTH
+    main_file: str,
+    texts: Mapping[str, str],
+    max_depth: int = MAX_INCLUDE_DEPTH,
+    *,
+    max_chars: int | None = None,
+    max_inclusions: int = MAX_INCLUSIONS,
 ) -> tuple[str, list[str], list[str]]:
     """Inline ``\\input``/``\\include`` targets found in ``texts`` into ``main_file``.
 
@@ -296,10 +347,16 @@ def resolve_includes(
     the including file's, with ``.tex`` added when the name has no TeX suffix. Targets
     outside the archive, missing, cyclic or deeper than ``max_depth`` are left as written.
     Returns (text, files used in order, unresolved targets).
+
+    Raises :class:`IncludeLimitError` the moment more than ``max_inclusions`` files have
+    been inlined or the document could exceed ``max_chars`` (when given): the count grows
+    by each inlined file's size before it is expanded, so a fan-out stops before it is built.
     """
     root = posixpath.dirname(main_file)
     used: list[str] = [main_file]
     unresolved: list[str] = []
+    inclusions = 0
+    chars = len(texts[main_file])  # an upper bound of the document's size so far
 
     def find(target: str, including: str) -> str | None:
         target = target.strip().strip('"')
@@ -318,11 +375,23 @@ def resolve_includes(
 
     def expand(name: str, stack: tuple[str, ...]) -> str:
         def replace(match: re.Match[str]) -> str:
+            nonlocal inclusions, chars
             target = match["braced"] if match["braced"] is not None else match["bare"]
             path = find(target, name)
             if path is None or path in stack or len(stack) >= max_depth:
                 unresolved.append(target.strip())
                 return match.group(0)
+            inclusions += 1
+            chars += len(texts[path])
+            if inclusions > max_inclusions:
+                raise IncludeLimitError(
+                    f"more than {max_inclusions} \\input/\\include inclusions (an include fan-out)"
+                )
+            if max_chars is not None and chars > max_chars:
+                raise IncludeLimitError(
+                    f"inlined \\input/\\include files exceed max_archive_bytes ({max_chars})",
+                    "max_total_bytes",
+                )
             if path not in used:
                 used.append(path)
             return expand(path, (*stack, path))

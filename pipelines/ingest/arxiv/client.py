@@ -5,8 +5,11 @@ between the starts of two requests (arXiv asks for 3 s), and a User-Agent naming
 project with a contact address (``MATHEMBED_CONTACT_EMAIL``). Patient: 429, 5xx,
 connection errors, timeouts and bodies shorter than their Content-Length are retried
 with exponential backoff plus jitter, and a ``Retry-After`` header (seconds or an HTTP
-date) is honoured as given. Loud: when the retries run out, :class:`ArxivError` names
-the URL and the last status or error. ``sleep``, ``clock`` and ``jitter`` are
+date) is honoured as given. Bounded: ``timeout_seconds`` bounds each wait for bytes and
+``REQUEST_DEADLINE_FACTOR * timeout_seconds`` the whole of one request, so an upstream
+that drips its body a byte at a time fails the attempt instead of holding the run.
+Loud: when the retries run out, :class:`ArxivError` names the URL and the last status
+or error. ``sleep``, ``clock`` and ``jitter`` are
 injectable so tests assert on the waits instead of waiting.
 """
 
@@ -52,6 +55,10 @@ FALLBACK_CONTACT = "unset-contact@mathembed.invalid"
 MAX_RETRY_AFTER_SECONDS = 600.0
 # arXiv's largest e-prints are about 50 MB; anything far beyond is not an e-print.
 DEFAULT_MAX_BODY_BYTES = 200_000_000
+# One request (headers and body) may take at most this many times ``timeout_seconds``
+# in all: with the default 30 s, 300 s, which still lets a 50 MB e-print arrive at
+# 170 kB/s, while a server dripping a byte every few seconds is cut off.
+REQUEST_DEADLINE_FACTOR = 10
 _LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 _READ_CHUNK = 1 << 16
 
@@ -96,6 +103,10 @@ class _Reply:
 
 class _TruncatedBody(Exception):
     """The connection closed before Content-Length bytes arrived."""
+
+
+class _DeadlinePassed(Exception):
+    """The request ran past its total deadline (a stalled or dripping upstream)."""
 
 
 def package_version() -> str:
@@ -179,6 +190,7 @@ class ArxivClient:
         self.base_url = base_url.rstrip("/")
         self.delay_seconds = delay_seconds
         self.timeout_seconds = timeout_seconds
+        self.request_deadline_seconds = REQUEST_DEADLINE_FACTOR * timeout_seconds
         self.max_retries = max_retries
         self.backoff_seconds = backoff_seconds
         self.max_body_bytes = max_body_bytes
@@ -348,6 +360,7 @@ class ArxivClient:
                 requests.exceptions.ChunkedEncodingError,
                 urllib3.exceptions.HTTPError,
                 _TruncatedBody,
+                _DeadlinePassed,
             ) as error:
                 last_problem = f"{type(error).__name__}: {error}"
                 wait = self._backoff(attempt)
@@ -385,15 +398,16 @@ class ArxivClient:
         )
 
     def _send(self, url: str, params: Mapping[str, str] | None) -> _Reply:
-        self._last_request_started = self._clock()
+        started = self._clock()
+        self._last_request_started = started
         self.requests_sent += 1
         with self._session.get(
             url, params=params, timeout=self.timeout_seconds, stream=True
         ) as response:
-            body = self._read_body(response)
+            body = self._read_body(response, deadline=started + self.request_deadline_seconds)
             return _Reply(response.status_code, response.headers, body)
 
-    def _read_body(self, response: requests.Response) -> bytes:
+    def _read_body(self, response: requests.Response, deadline: float) -> bytes:
         declared = response.headers.get("Content-Length")
         expected = int(declared) if declared is not None and declared.isdigit() else None
         if expected is not None and expected > self.max_body_bytes:
@@ -406,7 +420,16 @@ class ArxivClient:
         chunks: list[bytes] = []
         size = 0
         while True:
-            chunk = response.raw.read(_READ_CHUNK, decode_content=False)
+            if self._clock() > deadline:
+                raise _DeadlinePassed(
+                    f"the total deadline of {self.request_deadline_seconds:g} s "
+                    f"({REQUEST_DEADLINE_FACTOR} x ingest.timeout_seconds) passed with {size} "
+                    f"of {expected if expected is not None else 'an unknown number of'} "
+                    "bytes received: the upstream is stalled or dripping"
+                )
+            # read1 returns what has arrived; read() would wait for a full chunk, however
+            # slowly it comes, and never let the deadline be checked.
+            chunk = response.raw.read1(_READ_CHUNK, decode_content=False)
             if not chunk:
                 break
             chunks.append(chunk)

@@ -17,6 +17,7 @@ from pipelines.common.cli import (
     RootOption,
     command_errors,
     fail,
+    params_path,
 )
 
 if TYPE_CHECKING:
@@ -53,11 +54,12 @@ def sample(
     from datetime import date
 
     from pipelines.common.config import load_params
+    from pipelines.common.locks import stage_command_lock
     from pipelines.common.paths import Paths
     from pipelines.ingest.sample.generator import generate_mirror
 
-    with command_errors("sample"):
-        sample_params = load_params(params).sample
+    with stage_command_lock("sample", root), command_errors("sample"):
+        sample_params = load_params(params_path(params, root)).sample
         try:
             start = date.fromisoformat(sample_params.start_date)
             end = date.fromisoformat(sample_params.end_date)

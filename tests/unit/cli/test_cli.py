@@ -253,3 +253,42 @@ def test_stage_command_passes_the_exit_code_through(tmp_path: Path) -> None:
     result = runner.invoke(cli.app, ["graph", "--root", str(tmp_path)])
     assert result.exit_code != 0
     assert "processed" in result.output
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["sample"], ["ingest"], ["prepare"], ["graph"], ["pairs"], ["validate"], ["train"]]
+    + [["evaluate"], ["promote"], ["status"], ["rollback"], ["search", "graph colouring"]],
+)
+def test_a_relative_params_is_read_from_root_not_the_cwd(
+    args: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The root's params file has a typo, so reading it (and only it) exits 2 naming the key
+    # before any work starts; the cwd has no such file.
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "night.yaml").write_text("train:\n  batch_sise: 4\n", encoding="utf-8")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    result = runner.invoke(cli.app, [*args, "--params", "night.yaml", "--root", str(root)])
+    assert result.exit_code == 2, result.output
+    assert "batch_sise" in result.stderr, result.stderr
+
+
+def test_params_path_keeps_an_absolute_path_and_joins_a_relative_one(tmp_path: Path) -> None:
+    from pipelines.common.cli import params_path
+
+    (tmp_path / "params.yaml").write_text("{}\n", encoding="utf-8")
+    assert params_path(Path("params.yaml"), tmp_path) == tmp_path / "params.yaml"
+    assert params_path(Path("conf/x.yaml"), tmp_path) == tmp_path / "conf" / "x.yaml"
+    assert params_path(tmp_path / "x.yaml", Path("/elsewhere")) == tmp_path / "x.yaml"
+
+
+def test_a_root_without_params_yaml_runs_on_the_project_file(tmp_path: Path) -> None:
+    from pipelines.common.cli import params_path
+    from pipelines.common.config import PROJECT_PARAMS_FILE
+
+    assert params_path(Path("params.yaml"), tmp_path) == PROJECT_PARAMS_FILE
+    # A file named explicitly must exist where it is said to be.
+    assert params_path(Path("night.yaml"), tmp_path) == tmp_path / "night.yaml"

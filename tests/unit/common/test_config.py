@@ -80,3 +80,30 @@ def test_a_knob_missing_from_the_project_file_is_named(monkeypatch: pytest.Monke
     with pytest.raises(ConfigError, match=r"lacks train\.seed"):
         TrainParams()
     assert TrainParams(seed=5).seed == 5  # given explicitly, the project file is not asked
+
+
+def test_a_repeated_section_is_refused_not_merged(tmp_path: Path) -> None:
+    # A second `train:` block used to replace the first one whole, resetting its settings.
+    path = tmp_path / "params.yaml"
+    path.write_text("train:\n  epochs: 1\n  seed: 3\ntrain:\n  epochs: 2\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"duplicate key 'train' at line 4 \(first at line 1\)"):
+        load_params(path)
+
+
+def test_a_yaml_error_is_one_line_naming_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "params.yaml"
+    path.write_text("train:\n  epochs: [1\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="is not valid YAML") as raised:
+        load_params(path)
+    assert str(path) in str(raised.value) and "\n" not in str(raised.value)
+
+
+@pytest.mark.parametrize("kind", ["folder", "binary"])
+def test_an_unreadable_params_file_is_a_config_error(tmp_path: Path, kind: str) -> None:
+    path = tmp_path / "params.yaml"
+    if kind == "folder":
+        path.mkdir()
+    else:
+        path.write_bytes(b"\xff\xfe\x00train: {}\n")
+    with pytest.raises(ConfigError, match=r"params\.yaml (cannot be read|is not UTF-8)"):
+        load_params(path)

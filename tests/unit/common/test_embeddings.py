@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -10,12 +11,14 @@ import pytest
 from fixtures_models import tiny_model_dir  # noqa: F401  (session fixture)
 
 from pipelines.common.embeddings import (
+    MAX_CACHED_MODELS,
     CacheKey,
     EmbeddingCache,
     Embeddings,
     embed_cached,
     embed_texts,
     matryoshka,
+    models_to_evict,
     texts_hash,
 )
 
@@ -228,3 +231,44 @@ def test_embed_cached_does_not_store_a_broken_model_s_output(tmp_path: Path) -> 
             FakeEncoder(poison=0), TEXTS, model_fingerprint="fp", cache=cache, batch_size=8
         )
     assert not list(tmp_path.rglob("*.npy"))
+
+
+# --------------------------------------------------------------------------- the cache's bound
+
+
+def _age(cache: EmbeddingCache, fingerprint: str, seconds: int) -> None:
+    folder = cache.path(CacheKey(fingerprint, "data")).parent
+    os.utime(folder, (seconds, seconds))
+
+
+def test_the_cache_keeps_at_most_its_bound_of_models(tmp_path: Path) -> None:
+    cache = EmbeddingCache(tmp_path)
+    for index in range(MAX_CACHED_MODELS + 5):
+        cache.put(CacheKey(f"model-{index}", "data"), np.ones((2, 2), dtype=np.float32))
+    folders = [path for path in tmp_path.iterdir() if path.is_dir()]
+    assert len(folders) == MAX_CACHED_MODELS
+    assert cache.get(CacheKey(f"model-{MAX_CACHED_MODELS + 4}", "data")) is not None
+
+
+def test_the_cache_evicts_the_least_recently_used_but_never_a_kept_model(tmp_path: Path) -> None:
+    cache = EmbeddingCache(tmp_path, max_models=3, keep=["hf:base/model"])
+    value = np.ones((2, 2), dtype=np.float32)
+    for fingerprint in ("hf:base/model", "a", "b"):
+        cache.put(CacheKey(fingerprint, "data"), value)
+    _age(cache, "hf:base/model", 1000)  # the oldest, but kept
+    _age(cache, "a", 2000)
+    _age(cache, "b", 3000)
+    assert cache.get(CacheKey("a", "data")) is not None  # a hit makes "a" recent
+    cache.put(CacheKey("c", "data"), value)
+    assert cache.get(CacheKey("b", "data")) is None  # least recently used: evicted
+    for fingerprint in ("hf:base/model", "a", "c"):
+        assert cache.get(CacheKey(fingerprint, "data")) is not None, fingerprint
+    assert cache.evicted == 1
+
+
+def test_models_to_evict_is_least_recently_used_first_and_spares_kept_ones() -> None:
+    last_used = {"base": 1, "old": 2, "mid": 3, "new": 4}
+    assert models_to_evict(last_used, 2, keep={"base"}) == ["old", "mid"]
+    assert models_to_evict(last_used, 4, keep=set()) == []
+    # More kept models than the bound: the kept ones stay, everything else goes.
+    assert models_to_evict(last_used, 1, keep={"base", "new"}) == ["old", "mid"]

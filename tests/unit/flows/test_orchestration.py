@@ -19,6 +19,7 @@ from webhook import Webhook, receiving_webhook
 
 from flows import orchestration as orch
 from flows.hooks import StepFailed, failure_report, post_webhook, run_step
+from flows.steps import retry_unless_permanent
 from pipelines.common.config import load_params
 from pipelines.common.paths import Paths
 
@@ -112,6 +113,9 @@ def test_decided_fingerprint_counts_only_this_registry(tmp_path: Path) -> None:
     record.write_text(json.dumps({"fingerprint": "abc", "tracking_uri": "sqlite:///a.db"}))
     assert orch.decided_fingerprint(record, "sqlite:///a.db") == "abc"
     assert orch.decided_fingerprint(record, "http://127.0.0.1:5000") is None
+    # promotion.json stores a server's URI without its password; it is the same registry.
+    record.write_text(json.dumps({"fingerprint": "abc", "tracking_uri": "http://***@h:5000"}))
+    assert orch.decided_fingerprint(record, "http://user:secret@h:5000") == "abc"
 
 
 def test_run_dvc_names_the_command_and_its_output_when_it_fails(tmp_path: Path) -> None:
@@ -192,3 +196,28 @@ def test_params_yaml_flow_section_loads() -> None:
     flow = load_params(REPO / "params.yaml").flow
     assert flow.schedule == "0 2 * * *" and flow.timezone == "UTC"
     assert flow.gpu_deployment == ""  # the embedded default trains in place
+
+
+def test_no_dvc_project_fails_at_once_with_the_fix_and_is_not_retried(tmp_path: Path) -> None:
+    with pytest.raises(orch.DvcSetupError) as raised:
+        orch.run_dvc(["repro", "sample"], tmp_path, log=lambda _line: None)
+    first_line = str(raised.value).splitlines()[0]
+    assert str(tmp_path.resolve()) in first_line
+    assert "pass --root" in first_line and "dvc init" in first_line
+    assert not orch.worth_retrying(raised.value)
+    assert not retry_unless_permanent(None, None, Failed(data=raised.value))
+    # A network failure still is retried, as before.
+    network = orch.DvcError("`dvc push` exited with 1:\nERROR: unexpected error - timed out")
+    assert orch.worth_retrying(network)
+    assert retry_unless_permanent(None, None, Failed(data=network))
+
+
+def test_network_steps_keep_retrying_network_errors_only() -> None:
+    from flows import nightly
+
+    flow = load_params(REPO / "params.yaml").flow
+    ingest = nightly._with_network_retries(nightly.ingest, flow)
+    assert ingest.retries == flow.network_retries
+    assert ingest.retry_condition_fn is retry_unless_permanent
+    promote = nightly._with_network_retries(nightly.promote, flow)
+    assert promote.retry_condition_fn is nightly._retry_on_registry_errors  # kept

@@ -373,3 +373,19 @@ def test_strip_comment_respects_escaped_percent() -> None:
     assert strip_comment("50\\% of x % note") == "50\\% of x "
     assert strip_comment("a \\\\% comment") == "a \\\\"
     assert strip_comment("no comment") == "no comment"
+
+
+@pytest.mark.parametrize("position", [10, 9000], ids=["in-the-sniffed-head", "past-the-head"])
+def test_a_nul_byte_is_dropped_wherever_it_sits(position: int) -> None:
+    # TeX ignores NUL (catcode 9), so one stray NUL never decides whether a paper is kept.
+    text = b"\\documentclass{article}\n" + b"x" * 10_000 + b"\n"
+    dirty = text[:position] + b"\x00" + text[position:]
+    for data in (dirty, gzip.compress(dirty), gzip.compress(tar_bytes([("main.tex", dirty)]))):
+        result = extract_source(data, LIMITS)
+        assert isinstance(result, Source), result
+        assert result.text == text.decode()
+
+
+def test_binary_with_nul_and_other_control_bytes_stays_unrecognised() -> None:
+    assert detect_format(b"\x00\x01\x02\x03" * 100) == "unknown"
+    assert detect_format(b"\\documentclass{x}\x00 text") == "text"

@@ -1,0 +1,91 @@
+"""One stage command at a time per project root: the lock every ``mathembed <stage>`` holds.
+
+Two stages writing the same root at once lose or mix data (two ``ingest`` runs race on the
+raw store, two ``train`` runs write ``models/`` together, an orphaned ``dvc repro`` overlaps
+the next night). Each stage command holds ``<root>/data/.stage.lock`` while it works; a
+second one waits a bounded time, then fails naming the lock file and its holder. It is an
+OS file lock (``flock``), so a killed holder leaves no stale lock. The nightly flow's own
+lock (``data/nightly.lock``) is a different file: the flow runs its stages one at a time
+through ``dvc repro``, each taking this lock in turn.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pipelines.common.cli import fail
+
+STAGE_LOCK_FILE = ".stage.lock"
+#: How long a stage waits for the one before it; the environment variable overrides it
+#: (tests, or an operator who would rather queue a long training run).
+WAIT_SECONDS = 60.0
+WAIT_ENV = "MATHEMBED_STAGE_LOCK_WAIT_SECONDS"
+_POLL_SECONDS = 0.2
+
+
+class StageBusyError(RuntimeError):
+    """Another stage command holds this root's stage lock."""
+
+
+def stage_lock_path(root: Path) -> Path:
+    return root / "data" / STAGE_LOCK_FILE
+
+
+def wait_seconds_from(environment: dict[str, str] | os._Environ[str]) -> float:
+    """The bound on the wait (pure): the environment's override, else :data:`WAIT_SECONDS`."""
+    text = environment.get(WAIT_ENV, "").strip()
+    try:
+        return max(0.0, float(text)) if text else WAIT_SECONDS
+    except ValueError:
+        return WAIT_SECONDS
+
+
+@contextmanager
+def stage_lock(root: Path, command: str, wait_seconds: float | None = None) -> Iterator[None]:
+    """Hold ``root``'s stage lock; raise :class:`StageBusyError` after ``wait_seconds``."""
+    wait = wait_seconds_from(os.environ) if wait_seconds is None else wait_seconds
+    lock_path = stage_lock_path(root)
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    deadline = time.monotonic() + wait
+    with lock_path.open("a+") as handle:
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError as error:
+                if time.monotonic() >= deadline:
+                    handle.seek(0)
+                    holder = handle.read().strip() or "holder unknown"
+                    raise StageBusyError(
+                        f"another stage is running on this root ({holder}); waited "
+                        f"{wait:g} s for {lock_path.resolve()}: let it finish (or end that "
+                        f"process), then run {command} again"
+                    ) from error
+                time.sleep(_POLL_SECONDS)  # flock has no timeout of its own
+        handle.seek(0)
+        handle.truncate()
+        since = datetime.now(UTC).isoformat(timespec="seconds")
+        handle.write(f"pid {os.getpid()}, mathembed {command}, since {since}")
+        handle.flush()
+        try:
+            yield
+        finally:
+            handle.seek(0)
+            handle.truncate()
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@contextmanager
+def stage_command_lock(command: str, root: Path) -> Iterator[None]:
+    """:func:`stage_lock` for a CLI command: a busy root is its one-line error, exit 1."""
+    try:
+        with stage_lock(root, command):
+            yield
+    except StageBusyError as busy:
+        fail(command, busy)
