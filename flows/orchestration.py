@@ -7,7 +7,6 @@ pushed (``metrics/nightly.json``); the Prefect wiring is in ``nightly.py``.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
@@ -24,6 +23,7 @@ import yaml
 from flows import processes
 from pipelines.common import io
 from pipelines.common.config import PARAMS_FILE, ConfigError, FlowParams
+from pipelines.common.locks import held_lock, since_now
 from pipelines.common.models import model_fingerprint
 from pipelines.common.paths import MODEL_METADATA_FILE, Paths
 from pipelines.common.redact import redact, redact_url
@@ -285,24 +285,12 @@ def nightly_lock(root: Path) -> Iterator[None]:
     next run anyway. The lock is an OS file lock, so a killed run leaves no stale lock.
     """
     lock_path = root / "data" / "nightly.lock"
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with lock_path.open("a+") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError as error:
-            handle.seek(0)
-            holder = handle.read().strip() or "unknown"
-            raise NightlyBusyError(
-                f"another nightly run is in progress on {root.resolve()} ({holder}); "
-                "this one exits without doing anything"
-            ) from error
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"pid {os.getpid()} since {datetime.now(UTC).isoformat(timespec='seconds')}")
-        handle.flush()
-        try:
-            yield
-        finally:
-            handle.seek(0)
-            handle.truncate()
-            fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def busy(holder: str) -> NightlyBusyError:
+        return NightlyBusyError(
+            f"another nightly run is in progress on {root.resolve()} ({holder}); "
+            "this one exits without doing anything"
+        )
+
+    with held_lock(lock_path, f"pid {os.getpid()} since {since_now()}", busy):
+        yield

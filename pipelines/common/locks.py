@@ -6,7 +6,8 @@ the next night). Each stage command holds ``<root>/data/.stage.lock`` while it w
 second one waits a bounded time, then fails naming the lock file and its holder. It is an
 OS file lock (``flock``), so a killed holder leaves no stale lock. The nightly flow's own
 lock (``data/nightly.lock``) is a different file: the flow runs its stages one at a time
-through ``dvc repro``, each taking this lock in turn.
+through ``dvc repro``, each taking this lock in turn. :func:`held_lock` is the one file
+lock every lock of mathembed (stage, nightly run, promotion) is made of.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import fcntl
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -47,38 +48,63 @@ def wait_seconds_from(environment: dict[str, str] | os._Environ[str]) -> float:
 
 
 @contextmanager
-def stage_lock(root: Path, command: str, wait_seconds: float | None = None) -> Iterator[None]:
-    """Hold ``root``'s stage lock; raise :class:`StageBusyError` after ``wait_seconds``."""
-    wait = wait_seconds_from(os.environ) if wait_seconds is None else wait_seconds
-    lock_path = stage_lock_path(root)
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    deadline = time.monotonic() + wait
-    with lock_path.open("a+") as handle:
+def held_lock(
+    path: Path,
+    holder: str,
+    busy: Callable[[str], Exception],
+    wait_seconds: float = 0.0,
+    poll_seconds: float = _POLL_SECONDS,
+) -> Iterator[None]:
+    """Hold ``path`` exclusively (``flock``), waiting up to ``wait_seconds`` for it.
+
+    ``holder`` is written into the file while held, so a waiting process can say who has
+    it; when the wait runs out, ``busy(that text)`` is raised. The kernel releases the lock
+    of a killed process: it is never stale. Every lock of mathembed is one of these.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    deadline = time.monotonic() + wait_seconds
+    with path.open("a+", encoding="utf-8") as handle:
         while True:
             try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
-            except BlockingIOError as error:
+            except BlockingIOError:
                 if time.monotonic() >= deadline:
                     handle.seek(0)
-                    holder = handle.read().strip() or "holder unknown"
-                    raise StageBusyError(
-                        f"another stage is running on this root ({holder}); waited "
-                        f"{wait:g} s for {lock_path.resolve()}: let it finish (or end that "
-                        f"process), then run {command} again"
-                    ) from error
-                time.sleep(_POLL_SECONDS)  # flock has no timeout of its own
+                    raise busy(handle.read().strip() or "holder unknown") from None
+                time.sleep(poll_seconds)  # flock has no timeout of its own
         handle.seek(0)
         handle.truncate()
-        since = datetime.now(UTC).isoformat(timespec="seconds")
-        handle.write(f"pid {os.getpid()}, mathembed {command}, since {since}")
+        handle.write(holder)
         handle.flush()
         try:
             yield
         finally:
             handle.seek(0)
             handle.truncate()
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def since_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+@contextmanager
+def stage_lock(root: Path, command: str, wait_seconds: float | None = None) -> Iterator[None]:
+    """Hold ``root``'s stage lock; raise :class:`StageBusyError` after ``wait_seconds``."""
+    wait = wait_seconds_from(os.environ) if wait_seconds is None else wait_seconds
+    lock_path = stage_lock_path(root)
+
+    def busy(holder: str) -> StageBusyError:
+        return StageBusyError(
+            f"another stage is running on this root ({holder}); waited "
+            f"{wait:g} s for {lock_path.resolve()}: let it finish (or end that "
+            f"process), then run {command} again"
+        )
+
+    holder = f"pid {os.getpid()}, mathembed {command}, since {since_now()}"
+    with held_lock(lock_path, holder, busy, wait_seconds=wait):
+        yield
 
 
 @contextmanager

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
-import signal
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,22 +19,7 @@ from pipelines.promote.errors import PromotionRefusedError
 from pipelines.promote.formatting import format_promotion
 from pipelines.search.query import search
 
-#: No test here may hang: past this many seconds, SIGALRM fails it.
-TEST_LIMIT_SECONDS = 20
-
-
-@pytest.fixture(autouse=True)
-def _bounded_in_time() -> Iterator[None]:
-    def give_up(signum: int, frame: object) -> None:
-        raise TimeoutError(f"the test ran past {TEST_LIMIT_SECONDS} s")
-
-    previous = signal.signal(signal.SIGALRM, give_up)
-    signal.alarm(TEST_LIMIT_SECONDS)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
+pytestmark = pytest.mark.usefixtures("bounded_in_time")
 
 
 def _invoke(world: World, *args: str) -> Result:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import signal
-from collections.abc import Iterator
 
 import pytest
 from promotion_worlds import Models, World
@@ -20,22 +18,7 @@ SECRET = "s3cr3t-pw"
 URI = f"http://alice:{SECRET}@127.0.0.1:9"
 
 
-#: No test here may hang: past this many seconds, SIGALRM fails it.
-TEST_LIMIT_SECONDS = 20
-
-
-@pytest.fixture(autouse=True)
-def _bounded_in_time() -> Iterator[None]:
-    def give_up(signum: int, frame: object) -> None:
-        raise TimeoutError(f"the test ran past {TEST_LIMIT_SECONDS} s")
-
-    previous = signal.signal(signal.SIGALRM, give_up)
-    signal.alarm(TEST_LIMIT_SECONDS)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
+pytestmark = pytest.mark.usefixtures("bounded_in_time")
 
 
 @pytest.mark.parametrize("command", [("promote",), ("status",), ("rollback",), ("search", "x")])
