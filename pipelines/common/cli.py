@@ -74,8 +74,9 @@ def command_errors(
 ) -> Iterator[None]:
     """Turn the errors a command expects into its one-line message and exit code.
 
-    A :class:`ConfigError` exits 2; the ``bad_input`` errors exit 1; anything else is a bug
-    and keeps its traceback.
+    A :class:`ConfigError` exits 2; the ``bad_input`` errors exit 1, and so does a file
+    operation the system refused (a read-only ``data/``, a full disk); anything else is a
+    bug and keeps its traceback.
     """
     try:
         yield
@@ -83,3 +84,15 @@ def command_errors(
         fail(command, error, EXIT_CONFIG)
     except bad_input as error:
         fail(command, error, EXIT_BAD_INPUT)
+    except OSError as error:
+        fail(command, refused_message(error), EXIT_BAD_INPUT)
+
+
+def refused_message(error: OSError) -> str:
+    """One line for a file operation the system refused, naming the file and the fix."""
+    where = error.filename or "a file"
+    reason = error.strerror or str(error)
+    return (
+        f"cannot write or read {where}: {reason}; make it writable by this user (and check "
+        "the disk has space), then rerun"
+    )

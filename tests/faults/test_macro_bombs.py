@@ -3,7 +3,7 @@ reason, in bounded time and memory, and the run goes on with the other papers.
 
 The bomb is the one from issue 14: ``\\def\\a{…}`` (a ~19 KB body) used 20,000 times, a
 ~190-byte gzip that expanded to 380 MB of text and 260,002 chunks. It is built here, and
-prepare runs in a subprocess so that its peak memory (``ru_maxrss``) is its own.
+prepare runs in a subprocess so that its peak memory (``VmHWM``) is its own.
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def write_paper(raw: Path, paper_id: str, source: bytes) -> None:
 # Runs prepare on ``root`` and prints the report, the time and the peaks as JSON.
 _MEASURE = textwrap.dedent(
     """
-    import json, resource, sys, time, tracemalloc
+    import json, sys, time, tracemalloc
     from pathlib import Path
     from pipelines.common.config import load_params
     from pipelines.common.paths import Paths
@@ -102,7 +102,10 @@ _MEASURE = textwrap.dedent(
     seconds = time.perf_counter() - started
     python_peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    rss_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    # VmHWM: this process's own peak. (ru_maxrss would also count the parent's RSS at
+    # fork time, which Linux carries across exec: the whole pytest process's.)
+    status = Path("/proc/self/status").read_text()
+    rss_kib = int(next(l.split()[1] for l in status.splitlines() if l.startswith("VmHWM:")))
     print(json.dumps({
         "report": report.as_dict(),
         "seconds": seconds,
