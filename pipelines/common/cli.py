@@ -18,7 +18,14 @@ from typing import Annotated, NoReturn
 
 import typer
 
-from pipelines.common.config import PARAMS_FILE, PROJECT_PARAMS_FILE, ConfigError
+from pipelines.common.config import (
+    PARAMS_FILE,
+    PROJECT_PARAMS_FILE,
+    ConfigError,
+    Params,
+    load_params,
+)
+from pipelines.common.locks import StageBusyError, stage_lock
 
 EXIT_BAD_INPUT = 1
 EXIT_CONFIG = 2
@@ -96,3 +103,17 @@ def refused_message(error: OSError) -> str:
         f"cannot write or read {where}: {reason}; make it writable by this user (and check "
         "the disk has space), then rerun"
     )
+
+
+@contextmanager
+def stage_command(
+    command: str,
+    params: Path,
+    root: Path,
+    bad_input: tuple[type[BaseException], ...] = (FileNotFoundError, ValueError),
+) -> Iterator[Params]:
+    """What every stage command does around its work: hold ``root``'s stage lock, read the
+    params (``--params`` relative to ``--root``), and turn the expected errors into one line
+    (:func:`command_errors`; a busy root is bad input too)."""
+    with command_errors(command, (*bad_input, StageBusyError)), stage_lock(root, command):
+        yield load_params(params_path(params, root))

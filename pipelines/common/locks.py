@@ -20,8 +20,6 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pipelines.common.cli import fail
-
 STAGE_LOCK_FILE = ".stage.lock"
 #: How long a stage waits for the one before it; the environment variable overrides it
 #: (tests, or an operator who would rather queue a long training run).
@@ -105,13 +103,3 @@ def stage_lock(root: Path, command: str, wait_seconds: float | None = None) -> I
     holder = f"pid {os.getpid()}, mathembed {command}, since {since_now()}"
     with held_lock(lock_path, holder, busy, wait_seconds=wait):
         yield
-
-
-@contextmanager
-def stage_command_lock(command: str, root: Path) -> Iterator[None]:
-    """:func:`stage_lock` for a CLI command: a busy root is its one-line error, exit 1."""
-    try:
-        with stage_lock(root, command):
-            yield
-    except StageBusyError as busy:
-        fail(command, busy)

@@ -13,8 +13,7 @@ from pipelines.common.cli import (
     DEFAULT_ROOT,
     ParamsOption,
     RootOption,
-    command_errors,
-    params_path,
+    stage_command,
 )
 
 
@@ -41,8 +40,6 @@ def evaluate(
     (data/validated/{chunks,queries,qrels}.parquet) at every Matryoshka dimension; writes
     metrics/eval.json, metrics/eval_per_query.parquet and reports/eval/.
     """
-    from pipelines.common.config import load_params
-    from pipelines.common.locks import stage_command_lock
     from pipelines.common.models import ModelLoadError
     from pipelines.common.paths import Paths
     from pipelines.evaluate.reports import headline_metrics
@@ -56,11 +53,8 @@ def evaluate(
 
     paths = Paths(root)
     candidate_dir = candidate or paths.candidate
-    with (
-        stage_command_lock("evaluate", root),
-        command_errors("evaluate", bad_input=(FileNotFoundError, ValueError, ModelLoadError)),
-    ):
-        loaded = load_params(params_path(params, root))
+    bad_input = (FileNotFoundError, ValueError, ModelLoadError)
+    with stage_command("evaluate", params, root, bad_input) as loaded:
         # The base is the model the candidate was fine-tuned from, as train recorded it;
         # params.yaml's train section only stands in when the candidate did not record one.
         recorded = base_spec_from_metadata(read_model_metadata(candidate_dir))

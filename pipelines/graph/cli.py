@@ -11,8 +11,7 @@ from pipelines.common.cli import (
     DEFAULT_ROOT,
     ParamsOption,
     RootOption,
-    command_errors,
-    params_path,
+    stage_command,
 )
 
 WorkersOption = Annotated[
@@ -35,19 +34,13 @@ def graph(
     and the counts to metrics/graph.json. The per-paper work is cached in
     data/cache/graph/ and reused while the paper, the code and the params stay.
     """
-    from pipelines.common.config import load_params
-    from pipelines.common.locks import stage_command_lock
     from pipelines.common.paths import Paths
     from pipelines.graph.llm import LLMError
     from pipelines.graph.stage import run_graph
 
-    with (
-        stage_command_lock("graph", root),
-        command_errors("graph", bad_input=(FileNotFoundError, ValueError, LLMError)),
-    ):
-        report = run_graph(
-            load_params(params_path(params, root)).graph, Paths(root), workers=workers
-        )
+    bad_input = (FileNotFoundError, ValueError, LLMError)
+    with stage_command("graph", params, root, bad_input) as loaded:
+        report = run_graph(loaded.graph, Paths(root), workers=workers)
     typer.echo(
         f"graph: {report.papers} papers -> {report.concepts} concepts, {report.edges} edges, "
         f"{report.mentions} mentions ({report.papers_skipped} papers skipped)"

@@ -10,8 +10,7 @@ from pipelines.common.cli import (
     ParamsOption,
     ProgressOption,
     RootOption,
-    command_errors,
-    params_path,
+    stage_command,
 )
 
 
@@ -28,21 +27,15 @@ def ingest(
     """
     import logging
 
-    from pipelines.common.config import load_params
-    from pipelines.common.locks import stage_command_lock
     from pipelines.common.paths import Paths
     from pipelines.ingest.arxiv.client import ArxivError
     from pipelines.ingest.stage import run_from_source
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     # A failed request, a missing or malformed mirror or watermark: bad input, exit 1.
-    with (
-        stage_command_lock("ingest", root),
-        command_errors("ingest", bad_input=(ArxivError, FileNotFoundError, ValueError)),
-    ):
-        report = run_from_source(
-            load_params(params_path(params, root)).ingest, Paths(root), progress=progress
-        )
+    bad_input = (ArxivError, FileNotFoundError, ValueError)
+    with stage_command("ingest", params, root, bad_input) as loaded:
+        report = run_from_source(loaded.ingest, Paths(root), progress=progress)
     metrics = report.metrics()
     typer.echo(
         f"ingest: listed {metrics['listed']}, fetched {metrics['fetched']} "

@@ -9,8 +9,7 @@ from pipelines.common.cli import (
     DEFAULT_ROOT,
     ParamsOption,
     RootOption,
-    command_errors,
-    params_path,
+    stage_command,
 )
 
 
@@ -20,13 +19,11 @@ def pairs(params: ParamsOption = DEFAULT_PARAMS, root: RootOption = DEFAULT_ROOT
     Reads data/processed and data/graph; writes data/training/pairs.parquet,
     data/eval/queries.parquet and qrels.parquet, and the counts to metrics/data.json.
     """
-    from pipelines.common.config import load_params
-    from pipelines.common.locks import stage_command_lock
     from pipelines.common.paths import Paths
     from pipelines.pairs.stage import run_pairs
 
-    with stage_command_lock("pairs", root), command_errors("pairs"):
-        report = run_pairs(load_params(params_path(params, root)).pairs, Paths(root))
+    with stage_command("pairs", params, root) as loaded:
+        report = run_pairs(loaded.pairs, Paths(root))
     typer.echo(
         f"pairs: {report.pairs} pairs, {report.queries} queries, {report.qrels} qrels "
         f"({report.held_out_concepts} held-out concepts, {report.unseen_papers} unseen papers)"

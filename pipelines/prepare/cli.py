@@ -11,8 +11,7 @@ from pipelines.common.cli import (
     DEFAULT_ROOT,
     ParamsOption,
     RootOption,
-    command_errors,
-    params_path,
+    stage_command,
 )
 
 WorkersOption = Annotated[
@@ -32,15 +31,11 @@ def prepare(
     to metrics/prepare.json. Papers already prepared (same id, version and content hash,
     same cleaner and knobs) are reused, not redone.
     """
-    from pipelines.common.config import load_params
-    from pipelines.common.locks import stage_command_lock
     from pipelines.common.paths import Paths
     from pipelines.prepare.stage import run_prepare
 
-    with stage_command_lock("prepare", root), command_errors("prepare"):
-        report = run_prepare(
-            load_params(params_path(params, root)).prepare, Paths(root), workers=workers
-        )
+    with stage_command("prepare", params, root) as loaded:
+        report = run_prepare(loaded.prepare, Paths(root), workers=workers)
     typer.echo(
         f"prepare: {report.papers_in} papers: {report.prepared} prepared, {report.reused} "
         f"reused, {report.quarantined} quarantined, {report.withdrawn} withdrawn; "

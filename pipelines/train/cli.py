@@ -12,8 +12,7 @@ from pipelines.common.cli import (
     ParamsOption,
     ProgressOption,
     RootOption,
-    command_errors,
-    params_path,
+    stage_command,
 )
 
 
@@ -30,19 +29,13 @@ def train(
     """
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     logging.getLogger("pipelines").setLevel(logging.INFO)  # our decisions, not library chatter
-    from pipelines.common.config import load_params
-    from pipelines.common.locks import stage_command_lock
     from pipelines.common.models import ModelLoadError
     from pipelines.common.paths import Paths
     from pipelines.train.stage import TrainError, format_loss, run_train
 
-    with (
-        stage_command_lock("train", root),
-        command_errors("train", bad_input=(ModelLoadError, TrainError, FileNotFoundError)),
-    ):
-        report = run_train(
-            load_params(params_path(params, root)).train, Paths(root), progress=progress
-        )
+    bad_input = (ModelLoadError, TrainError, FileNotFoundError)
+    with stage_command("train", params, root, bad_input) as loaded:
+        report = run_train(loaded.train, Paths(root), progress=progress)
     typer.echo(
         f"train: {report.resume_note}; {report.steps} steps on {report.n_train_pairs} pairs "
         f"({report.device}, {report.precision}), {report.pairs_per_second:.1f} pairs/s, "

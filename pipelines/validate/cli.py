@@ -9,8 +9,7 @@ from pipelines.common.cli import (
     DEFAULT_ROOT,
     ParamsOption,
     RootOption,
-    command_errors,
-    params_path,
+    stage_command,
 )
 
 
@@ -24,14 +23,12 @@ def validate(params: ParamsOption = DEFAULT_PARAMS, root: RootOption = DEFAULT_R
     metrics/data_quality.json; the Great Expectations report in
     reports/data_quality/.
     """
-    from pipelines.common.config import load_params
-    from pipelines.common.locks import stage_command_lock
     from pipelines.common.paths import Paths
     from pipelines.validate.stage import ValidationError, run_validate
 
     bad_input = (ValidationError, FileNotFoundError, ValueError)
-    with stage_command_lock("validate", root), command_errors("validate", bad_input):
-        report = run_validate(load_params(params_path(params, root)).validate, Paths(root))
+    with stage_command("validate", params, root, bad_input) as loaded:
+        report = run_validate(loaded.validate, Paths(root))
     totals = report.metrics["totals"]
     typer.echo(
         f"validate: {len(report.tables)} tables, {totals['rows_in']} rows in, "

@@ -15,9 +15,8 @@ from pipelines.common.cli import (
     ParamsOption,
     ProgressOption,
     RootOption,
-    command_errors,
     fail,
-    params_path,
+    stage_command,
 )
 
 if TYPE_CHECKING:
@@ -53,22 +52,14 @@ def sample(
     import time
     from datetime import date
 
-    from pipelines.common.config import load_params
-    from pipelines.common.locks import stage_command_lock
     from pipelines.common.paths import Paths
     from pipelines.ingest.sample.generator import generate_mirror
 
-    with stage_command_lock("sample", root), command_errors("sample"):
-        sample_params = load_params(params_path(params, root)).sample
-        try:
-            start = date.fromisoformat(sample_params.start_date)
-            end = date.fromisoformat(sample_params.end_date)
-        except ValueError as error:
-            fail(
-                "sample",
-                f"{params}: sample.start_date/end_date must be YYYY-MM-DD ({error})",
-                EXIT_CONFIG,
-            )
+    with stage_command("sample", params, root) as loaded:
+        sample_params = loaded.sample
+        # The loader checked both are YYYY-MM-DD (allowed.IsoDate).
+        start = date.fromisoformat(sample_params.start_date)
+        end = date.fromisoformat(sample_params.end_date)
         out_dir = out if out is not None else Paths(root).mirror
         began = time.perf_counter()
         try:
