@@ -1,8 +1,8 @@
 """Fresh copies of this project for tests that run DVC or the flows end to end.
 
-:func:`new_project` writes a git + DVC project holding this checkout's pipeline code, DAG
-and params (with changes), so stage commands (``mathembed <stage>``) run the
-code under test and nothing touches the checkout's own data.
+:func:`new_project` writes a git + DVC project holding this checkout's pipeline code, DAG,
+embedded corpus and params (on the synthetic sample, with changes), so stage commands
+(``mathembed <stage>``) run the code under test and nothing touches the checkout's own data.
 """
 
 from __future__ import annotations
@@ -53,8 +53,15 @@ def new_project(root: Path, changes: dict[str, dict[str, Any]] | None = None) ->
     shutil.copytree(
         REPO / "pipelines", root / "pipelines", ignore=shutil.ignore_patterns("__pycache__")
     )
+    # dvc.yaml's sample stage depends on the real corpus, so it has to exist here, even
+    # though these projects run on the synthetic sample: the full pipeline, training
+    # included, on the real chapters would slow CI down, and the tests that add papers
+    # to the mirror need the generator's n_papers.
+    shutil.copytree(REPO / "corpora", root / "corpora")
     # 80: the smallest mirror the generator accepts.
-    update_params(root, {"sample": {"n_papers": 80}, **(changes or {})})
+    update_params(root, {"sample": {"corpus": "synthetic", "n_papers": 80}})
+    if changes:
+        update_params(root, changes)
     run("git", "init", "-q", cwd=root)
     dvc("init", "-q", cwd=root)
     return root

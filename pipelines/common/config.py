@@ -155,6 +155,9 @@ def project_default(section: str, key: str, hint: Any) -> Any:
 class SampleParams(_Section):
     section: ClassVar[str] = "sample"
 
+    # "stacks-project": the embedded real chapters (corpora/stacks-project/); "synthetic":
+    # the generator, for fault tests and scale runs (n_papers and seed apply to it only).
+    corpus: Literal["stacks-project", "synthetic"] = FROM_PARAMS_YAML
     n_papers: Count = FROM_PARAMS_YAML
     seed: Seed = FROM_PARAMS_YAML
     start_date: Annotated[str, IsoDate()] = FROM_PARAMS_YAML
@@ -218,7 +221,10 @@ class PairsParams(_Section):
     unseen_paper_fraction: Annotated[float, Range(0, 1, high_open=True)] = FROM_PARAMS_YAML
     validation_fraction: Annotated[float, Range(0, 1, high_open=True)] = FROM_PARAMS_YAML
     seed: Seed = FROM_PARAMS_YAML
-    qrels_scope: Literal["unnamed", "papers", "mentions"] = FROM_PARAMS_YAML
+    qrels_scope: Literal["defining", "unnamed", "papers", "mentions"] = FROM_PARAMS_YAML
+    # A query with more of the corpus relevant than this is no test of retrieval: left out.
+    max_relevant_share: Annotated[float, Range(0, 1, low_open=True)] = FROM_PARAMS_YAML
+    hard_negatives: bool = FROM_PARAMS_YAML
 
 
 @dataclass(frozen=True)
@@ -249,6 +255,7 @@ class TrainParams(_Section):
     max_steps: int = FROM_PARAMS_YAML
     device: Literal["auto", "cpu", "cuda"] = FROM_PARAMS_YAML
     logging_steps: int = FROM_PARAMS_YAML
+    max_validation_pairs: Count = FROM_PARAMS_YAML
     save_total_limit: int = FROM_PARAMS_YAML
     # The other train knobs are checked together by pipelines/train/setup.py check_params.
 

@@ -54,10 +54,14 @@ PREPOSITIONS = word_set("of in on for over with under modulo from to between int
 INVARIANT = word_set(
     """series species means analysis basis calculus locus torus radius modulus genus
     axis hypothesis thesis nexus focus status corpus rhombus lemniscus gauss class
-    mathematics physics combinatorics dynamics statistics topology news"""
+    mathematics physics combinatorics dynamics statistics topology news topos"""
 )
 
 IRREGULAR_PLURALS: Mapping[str, str] = {
+    "sheaves": "sheaf",
+    "presheaves": "presheaf",
+    "subsheaves": "subsheaf",
+    "topoi": "topos",
     "matrices": "matrix",
     "vertices": "vertex",
     "indices": "index",
@@ -286,8 +290,8 @@ def clean_term(raw: str) -> str | None:
     # Standalone math around the words goes ("$\\lambda$ a strict partition"); math
     # hyphenated onto a word stays ("$q$-binomial coefficient").
     term = re.sub(rf"^(?:{INLINE_MATH}\s+)+|(?:\s+{INLINE_MATH})+$", "", term).strip()
-    if not term or len(term) > 80 or "$$" in term:
-        return None
+    if not term or len(term) > 80 or "$$" in term or term.count("$") % 2:
+        return None  # empty, a sentence, display math, or math cut in half
     words = words_of(term)
     if not 1 <= len(words) <= 6:
         return None

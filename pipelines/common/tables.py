@@ -41,7 +41,9 @@ CONCEPT_TYPES: tuple[str, ...] = get_args(ConceptType)
 RELATIONS: tuple[str, ...] = get_args(Relation)
 EVIDENCE_ORDER: tuple[str, ...] = get_args(Evidence)  # strongest first
 
-PAIR_KINDS = ("name", "description", "edge", "statement")
+PAIR_KINDS = ("name", "description", "edge", "statement", "proof", "citation")
+#: Pair kinds whose positive is a statement (or its proof), not a passage.
+STATEMENT_PAIR_KINDS = ("statement", "proof", "citation")
 SPLITS = ("train", "validation")
 
 # -- Arrow schemas ------------------------------------------------------------------------
@@ -82,6 +84,10 @@ STATEMENTS_SCHEMA = pa.schema(
         ("name", pa.string()),
         ("label", pa.string()),
         ("text", pa.string()),
+        # a definition's emphasised (defined) terms; the labels it and its proof \ref
+        ("terms", pa.list_(pa.string())),
+        ("refs", pa.list_(pa.string())),
+        ("proof", pa.string()),  # the proof that follows it, cleaned; "" when none
     ]
 )
 CONCEPTS_SCHEMA = pa.schema(
@@ -92,6 +98,7 @@ CONCEPTS_SCHEMA = pa.schema(
         ("description", pa.string()),
         ("aliases", pa.list_(pa.string())),
         ("papers", pa.list_(pa.string())),
+        ("statements", pa.list_(pa.string())),  # the statements that define or state it
     ]
 )
 EDGES_SCHEMA = pa.schema(
@@ -117,6 +124,9 @@ PAIRS_SCHEMA = pa.schema(
         ("kind", pa.string()),
         ("concept", pa.string()),
         ("positive_id", pa.string()),
+        # a passage the anchor must rank below the positive; "" with pairs.hard_negatives off
+        ("negative", pa.string()),
+        ("negative_id", pa.string()),
         ("split", pa.string()),
     ]
 )

@@ -32,6 +32,7 @@ from pipelines.common.names import (
     normalise_name,
     statement_concept_name,
 )
+from pipelines.common.refs import cited_statements
 from pipelines.common.tables import (
     CONCEPT_TYPES,
     CONCEPTS_SCHEMA,
@@ -41,10 +42,11 @@ from pipelines.common.tables import (
     RELATIONS,
 )
 from pipelines.graph.cache import GraphCache, document_hash, extract_all, scan_all
-from pipelines.graph.extractor import Extractor, PaperDocument
+from pipelines.graph.extractor import ConceptCandidate, Extractor, PaperDocument
 from pipelines.graph.merge import MergedConcept, evidence_rank, merge_candidates
 from pipelines.graph.rules import description_from, is_definitional, split_sentences
 from pipelines.graph.scan import DocumentScan
+from pipelines.graph.terms import corroborated
 from pipelines.graph.workers import MIN_PAPERS_FOR_POOL, LazyPool
 
 # A statement naming more concepts than this is a survey sentence; its pairs say little.
@@ -84,6 +86,11 @@ class GraphReport:
     mentions: int
     mentions_by_evidence: dict[str, int]
     extractor_stats: dict[str, int] = field(default_factory=dict)
+    # Names seen only with weak evidence (a sentence pattern) that too few papers used, or
+    # that are everyday words: left out (pipelines.graph.terms).
+    concepts_uncorroborated: int = 0
+    # \\ref citations resolved between statements (each may add `uses` edges).
+    citations: int = 0
     # Per-paper work done vs reused from the cache: extraction_computed/extraction_reused,
     # scan_computed/scan_reused (each pair adds up to ``papers``); scan_probed counts the
     # reused scans that needed a probe for newly added surface forms first.
@@ -130,6 +137,7 @@ def build_graph(
             for candidate in extraction.concepts
         ]
         concepts, key_map = merge_candidates(sightings)
+        uncorroborated = _drop_uncorroborated(concepts, key_map, sightings)
         surfaces = {name: sorted(concept.surfaces) for name, concept in concepts.items()}
         matcher = SurfaceMatcher(surfaces)
         scans, scan_reused, scan_probed = scan_all(
@@ -182,6 +190,8 @@ def build_graph(
         for other in named - defined_by[candidate.defining_text]:
             edge_papers[(name, other, "uses")].add(paper_id)
 
+    citations = _citation_uses(documents, sightings, key_map, edge_papers)
+
     # Relations the extractor stated (the LLM extractor does); ends resolved to concepts.
     unresolved = 0
     for extraction in extractions:
@@ -226,6 +236,8 @@ def build_graph(
         mentions=len(graph.mentions),
         mentions_by_evidence=_counts(graph.mentions["evidence"], EVIDENCE_ORDER),
         extractor_stats=dict(getattr(extractor, "stats", {})),
+        concepts_uncorroborated=uncorroborated,
+        citations=citations,
         cache_use={
             "extraction_computed": len(documents) - extraction_reused,
             "extraction_reused": extraction_reused,
@@ -235,6 +247,70 @@ def build_graph(
         },
     )
     return graph, report
+
+
+def _drop_uncorroborated(
+    concepts: dict[str, MergedConcept],
+    key_map: dict[str, str],
+    sightings: Sequence[tuple[str, ConceptCandidate]],
+) -> int:
+    """Remove the concepts only weak evidence names that :func:`corroborated` refuses.
+
+    Returns how many went. Their keys leave ``key_map`` too, so nothing later resolves to them.
+    """
+    strong: set[str] = set()
+    weak_papers: dict[str, set[str]] = defaultdict(set)
+    for paper_id, candidate in sightings:
+        name = key_map.get(candidate.key)
+        if name is None:
+            continue
+        if candidate.evidence == "text":
+            weak_papers[name].add(paper_id)
+        else:
+            strong.add(name)
+    dropped = {
+        name
+        for name in concepts
+        if name not in strong and not corroborated(name, len(weak_papers[name]))
+    }
+    for name in dropped:
+        del concepts[name]
+    for key in [key for key, name in key_map.items() if name in dropped]:
+        del key_map[key]
+    return len(dropped)
+
+
+def _citation_uses(
+    documents: Sequence[PaperDocument],
+    sightings: Sequence[tuple[str, ConceptCandidate]],
+    key_map: dict[str, str],
+    edge_papers: dict[tuple[str, str, str], set[str]],
+) -> int:
+    """``uses`` edges from ``\\ref``: a statement (or its proof) that cites the statement
+    defining or stating concept B uses B, for each concept A it defines or states itself.
+    Returns the number of citations resolved."""
+    cited = cited_statements(
+        (statement.statement_id, document.paper_id, statement.label, statement.refs)
+        for document in documents
+        for statement in document.statements
+    )
+    stated: dict[str, set[str]] = defaultdict(set)
+    for _paper_id, candidate in sightings:
+        name = key_map.get(candidate.key)
+        if name is not None and candidate.statement_id:
+            stated[candidate.statement_id].add(name)
+    paper_of = {
+        statement.statement_id: document.paper_id
+        for document in documents
+        for statement in document.statements
+    }
+    for source, targets in cited.items():
+        users = stated.get(source, set())
+        for target in targets:
+            for user in users:
+                for used in stated.get(target, set()) - users:
+                    edge_papers[(user, used, "uses")].add(paper_of[source])
+    return sum(len(targets) for targets in cited.values())
 
 
 def _resolve(phrase: str, key_map: dict[str, str], matcher: SurfaceMatcher) -> str | None:
@@ -337,6 +413,7 @@ def _concept_frame(concepts: dict[str, MergedConcept]) -> pd.DataFrame:
             "description": [c.description for c in rows],
             "aliases": [list(c.aliases) for c in rows],
             "papers": [sorted(c.papers) for c in rows],
+            "statements": [sorted(c.statements) for c in rows],
         },
         columns=CONCEPTS_SCHEMA.names,
     )

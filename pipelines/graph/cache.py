@@ -48,7 +48,7 @@ from pipelines.graph.workers import (
 )
 
 # Bump when the cache file's layout changes.
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2  # 2: candidates carry their statement_id
 # The code a cached extraction or scan depends on, besides every module of this package:
 # the concept-name rules and the allowed values it shares (in pipelines/common).
 _SHARED_CODE = ("names.py", "tables.py")
@@ -157,7 +157,10 @@ def document_hash(document: PaperDocument) -> str:
         document.abstract,
         list(document.categories),
         [[chunk.chunk_id, chunk.text] for chunk in document.chunks],
-        [[s.statement_id, s.kind, s.name, s.text] for s in document.statements],
+        [
+            [s.statement_id, s.kind, s.name, s.text, list(s.terms), s.label, list(s.refs)]
+            for s in document.statements
+        ],
     ]
     return io.sha256_hex(json.dumps(content, ensure_ascii=False).encode("utf-8"))
 
@@ -178,6 +181,7 @@ def extraction_to_json(extraction: Extraction) -> dict[str, Any]:
                 "aliases": list(concept.aliases),
                 "defining_text": concept.defining_text,
                 "chunk_id": concept.chunk_id,
+                "statement_id": concept.statement_id,
             }
             for concept in extraction.concepts
         ],
@@ -212,6 +216,7 @@ def extraction_from_json(value: Any, paper_id: str) -> Extraction | None:
             concept.description,
             concept.defining_text,
             concept.chunk_id,
+            concept.statement_id,
             *concept.aliases,
         )
     ) and all(isinstance(r.source, str) and isinstance(r.target, str) for r in relations)

@@ -26,6 +26,9 @@ class Statement:
     kind: str
     name: str
     text: str
+    terms: tuple[str, ...] = ()  # a definition's emphasised (defined) terms, as written
+    label: str = ""
+    refs: tuple[str, ...] = ()  # the labels it and its proof cite
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,9 @@ class ConceptCandidate:
     # even when the name itself is not written there (a definition's name is in its
     # header, which cleaning removed).
     chunk_id: str = ""
+    # The statement that defines or states it, when one does (its \\ref edges are the
+    # concept's uses).
+    statement_id: str = ""
 
     @property
     def key(self) -> str:

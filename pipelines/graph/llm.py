@@ -39,6 +39,7 @@ from pipelines.graph.extractor import (
     PaperDocument,
     RelationCandidate,
 )
+from pipelines.graph.terms import is_discourse
 
 SYSTEM_PROMPT = (
     "You extract mathematical concepts from excerpts of a research paper, for a knowledge "
@@ -133,7 +134,7 @@ def extraction_from_reply(paper_id: str, reply: dict[str, Any]) -> tuple[Extract
             dropped += 1
             continue
         name = clean_term(item["name"])
-        if name is None:
+        if name is None or is_discourse(name):
             dropped += 1
             continue
         concept_type: ConceptType = item["type"] if item.get("type") in CONCEPT_TYPES else "other"
@@ -148,7 +149,9 @@ def extraction_from_reply(paper_id: str, reply: dict[str, Any]) -> tuple[Extract
             ConceptCandidate(
                 display_name=name,
                 type=concept_type,
-                evidence="text",
+                # A model read the paper and named it as one of its concepts, as an author
+                # lists keywords: strong evidence, not a pattern match needing corroboration.
+                evidence="keyword",
                 description=" ".join(description.split()) if isinstance(description, str) else "",
                 aliases=tuple(alias for alias in map(clean_term, aliases) if alias),
             )

@@ -27,6 +27,7 @@ class MergedConcept:
     aliases: list[str] = field(default_factory=list)
     papers: set[str] = field(default_factory=set)
     surfaces: set[str] = field(default_factory=set)
+    statements: set[str] = field(default_factory=set)  # the statements defining/stating it
 
 
 def evidence_rank(evidence: str) -> int:
@@ -99,6 +100,7 @@ def merge_candidates(
             aliases=aliases,
             papers={paper_id for paper_id, _c, _k in group},
             surfaces={display_name, *aliases},
+            statements={c.statement_id for _p, c, _k in group if c.statement_id},
         )
     return concepts, key_map
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from pipelines.common.names import (
@@ -40,14 +40,15 @@ from pipelines.common.names import (
     type_from_head,
     words_of,
 )
+from pipelines.common.passages import PassageFinder
 from pipelines.common.tables import STATEMENT_KINDS, ConceptType
 from pipelines.graph.extractor import (
-    Chunk,
     ConceptCandidate,
     Extraction,
     PaperDocument,
     Statement,
 )
+from pipelines.graph.terms import defined_term, is_discourse
 
 # -- terms ----------------------------------------------------------------------------
 
@@ -299,22 +300,9 @@ def _keywords(text: str) -> Iterable[str]:
         yield from re.split(r"[,;]", match["list"])
 
 
-def _chunk_containing(chunks: Sequence[Chunk], text: str) -> str:
-    """The first chunk containing the start of ``text`` (a statement), or ""."""
-    # Short, so that a paragraph break (a blank line in the chunk, a space in the
-    # statement's text) rarely falls inside it.
-    probe = " ".join(text.split())[:50]
-    if len(probe) < 20:
-        return ""
-    for chunk in chunks:
-        if probe in chunk.text:
-            return chunk.chunk_id
-    return ""
-
-
 # Bump when the rules change what they find without this file changing (a data file, a
 # dependency): the graph stage's per-paper cache is keyed by it (and by this code).
-RULES_VERSION = 1
+RULES_VERSION = 2  # 2: a definition's marked terms; discourse words refused
 
 
 class RulesExtractor:
@@ -328,9 +316,10 @@ class RulesExtractor:
 
     def extract(self, paper: PaperDocument) -> Extraction:
         found: list[ConceptCandidate] = []
+        passages = PassageFinder((chunk.chunk_id, chunk.text) for chunk in paper.chunks)
         for statement in paper.statements:
             if statement.kind in STATEMENT_KINDS:
-                found += _statement_concepts(statement, paper.chunks)
+                found += _statement_concepts(statement, passages)
 
         texts = [(chunk.chunk_id, chunk.text) for chunk in paper.chunks]
         if paper.abstract and all(chunk.text != paper.abstract for chunk in paper.chunks):
@@ -339,7 +328,7 @@ class RulesExtractor:
         for chunk_id, text in texts:
             for found_term in _terms(text):
                 term = clean_term(found_term.raw)
-                if term is None:
+                if term is None or is_discourse(term):
                     continue
                 defined = not found_term.by_relation
                 found.append(
@@ -354,7 +343,7 @@ class RulesExtractor:
                 )
             for raw in _keywords(text):
                 term = clean_term(raw)
-                if term is not None:
+                if term is not None and not is_discourse(term):
                     found.append(
                         ConceptCandidate(
                             display_name=term,
@@ -366,36 +355,27 @@ class RulesExtractor:
         return Extraction(paper_id=paper.paper_id, concepts=tuple(found))
 
 
-def _statement_concepts(statement: Statement, chunks: Sequence[Chunk]) -> list[ConceptCandidate]:
+def _statement_concepts(statement: Statement, passages: PassageFinder) -> list[ConceptCandidate]:
     """The concepts a definition defines, or the one a named theorem-like statement states."""
-    chunk_id = _chunk_containing(chunks, statement.text)
+    chunk_id = passages.find(statement.text)
     if statement.kind == "definition":
-        terms = [_Term(statement.name, (), statement.text)] if statement.name else []
-        terms += [*_definition_terms(statement.text), *_terms(statement.text)]
-        # "It is also known as ..." in a definition names the term being defined.
-        pronoun_aliases = tuple(m["alias"] for m in _PRONOUN_ALIAS.finditer(statement.text))
         candidates = []
-        for found_term in terms:
-            if found_term.raw == statement.name:
-                term = clean_statement_name(found_term.raw)
-            else:
-                term = clean_term(found_term.raw)
-            if term is None:
-                continue
+        for term, aliases in _defined_terms(statement):
             candidates.append(
                 ConceptCandidate(
                     display_name=term,
                     type=type_from_head(term, "definition"),
                     evidence="definition",
                     description=description_from(statement.text, term),
-                    aliases=_clean_aliases((*found_term.aliases, *pronoun_aliases)),
+                    aliases=aliases,
                     defining_text=statement.text,
                     chunk_id=chunk_id,
+                    statement_id=statement.statement_id,
                 )
             )
         return candidates
     display = statement_concept_name(statement.kind, statement.name)
-    if display is None:
+    if display is None or is_discourse(display):
         return []
     default: ConceptType = "conjecture" if statement.kind == "conjecture" else "theorem"
     bare = clean_statement_name(statement.name)
@@ -410,8 +390,31 @@ def _statement_concepts(statement: Statement, chunks: Sequence[Chunk]) -> list[C
             description=_shorten(statement.text),
             aliases=aliases,
             chunk_id=chunk_id,
+            statement_id=statement.statement_id,
         )
     ]
+
+
+def _defined_terms(statement: Statement) -> list[tuple[str, tuple[str, ...]]]:
+    """The terms a definition defines, with their aliases.
+
+    Its name, then the terms its author emphasised; only a definition without emphasised
+    terms is read with the sentence patterns (the author's markup is the better witness).
+    """
+    # "It is also known as ..." in a definition names the term being defined.
+    pronoun_aliases = tuple(m["alias"] for m in _PRONOUN_ALIAS.finditer(statement.text))
+    found: list[tuple[str, tuple[str, ...]]] = []
+    name = clean_statement_name(statement.name) if statement.name else None
+    if name is not None and not is_discourse(name):
+        found.append((name, _clean_aliases(pronoun_aliases)))
+    marked = [term for term in (defined_term(raw) for raw in statement.terms) if term]
+    if marked:
+        return found + [(term, ()) for term in dict.fromkeys(marked)]
+    for found_term in (*_definition_terms(statement.text), *_terms(statement.text)):
+        term = clean_term(found_term.raw)
+        if term is not None and not is_discourse(term):
+            found.append((term, _clean_aliases((*found_term.aliases, *pronoun_aliases))))
+    return found
 
 
 def _clean_aliases(raw_aliases: Iterable[str]) -> tuple[str, ...]:

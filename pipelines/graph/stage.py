@@ -33,7 +33,7 @@ from pipelines.graph.rules import RulesExtractor
 REQUIRED_COLUMNS = {
     "papers": ["paper_id", "title", "abstract", "categories"],
     "chunks": ["chunk_id", "paper_id", "chunk_index", "text"],
-    "statements": ["statement_id", "paper_id", "kind", "name", "text"],
+    "statements": ["statement_id", "paper_id", "kind", "name", "text", "terms", "label", "refs"],
 }
 
 
@@ -55,15 +55,28 @@ def documents_from_tables(
         chunks_of[paper_id].append(Chunk(chunk_id, text))
     statements = statements.sort_values("statement_id", kind="stable")
     statements_of: dict[str, list[Statement]] = defaultdict(list)
-    for paper_id, statement_id, kind, name, text in zip(
+    for paper_id, statement_id, kind, name, text, terms, label, refs in zip(
         statements["paper_id"].tolist(),
         statements["statement_id"].tolist(),
         statements["kind"].tolist(),
         statements["name"].tolist(),
         statements["text"].tolist(),
+        statements["terms"].tolist(),
+        statements["label"].tolist(),
+        statements["refs"].tolist(),
         strict=True,
     ):
-        statements_of[paper_id].append(Statement(statement_id, kind, name or "", text))
+        statements_of[paper_id].append(
+            Statement(
+                statement_id,
+                kind,
+                name or "",
+                text,
+                terms=tuple(terms),
+                label=label or "",
+                refs=tuple(refs),
+            )
+        )
     documents = [
         PaperDocument(
             paper_id=paper_id,

@@ -21,9 +21,9 @@ def ingest(
 ) -> None:
     """Harvest new arXiv math papers into data/raw/ (append-only).
 
-    With ingest.source 'sample' the generated mirror in data/mirror/ is served on 127.0.0.1
-    and read through the same client; with 'arxiv' the live API at ingest.base_url is used
-    (set MATHEMBED_CONTACT_EMAIL first). Counts go to metrics/ingest.json.
+    With ingest.source 'sample' the mirror in data/mirror/ (built by mathembed sample) is
+    served on 127.0.0.1 and read through the same client; with 'arxiv' the live API at
+    ingest.base_url is used (set MATHEMBED_CONTACT_EMAIL first). Counts go to metrics/ingest.json.
     """
     import logging
 

@@ -171,6 +171,9 @@ def meta_record(
         "main_file": source.main_file if source else None,
         "source_sha256": io.sha256_hex(source.text.encode("utf-8")) if source else None,
         "encoding": source.encoding if source else None,
+        # \input/\include targets not in the archive: the text is kept with them left as
+        # written, and this says what is missing (a chapter's \input{chapters}, say).
+        "unresolved_includes": list(source.unresolved) if source else [],
         "fetched_at": fetched_at,
     }
 

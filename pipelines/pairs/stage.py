@@ -12,6 +12,9 @@ Training pairs (``data/training/pairs.parquet``), one ``(anchor, positive)`` eac
   from a start a hash of the edge picks, so its neighbours get different chunks.
 * ``statement``: a named statement's concept name ("Rogers–Ramanujan identities",
   "Bailey's lemma") -> the statement's text.
+* ``proof``: a statement's text -> the proof that follows it; ``citation``: a statement's
+  text -> each statement it or its proof cites by ``\\ref`` (:mod:`pipelines.common.refs`).
+  Their ``concept`` is the anchor statement's id: they teach the papers' structure.
 
 Duplicates (same anchor and positive text) are kept once, the first in the order above.
 The train/validation split is by concept (``validation_fraction``, hashed with ``seed``):
@@ -27,10 +30,17 @@ pair), and edges touching it are dropped. Unseen papers' chunks and statements a
 positives.
 
 Evaluation (``data/eval/``): one query per held-out concept with at least ``min_degree``
-papers and at least one relevant chunk, its text the display name. Its qrels (grade 1)
-depend on ``qrels_scope``:
+papers and at least one relevant chunk, its text the display name. What defines or states a
+held-out concept (its statements and the passages holding them) is never a positive, for
+any anchor. Its qrels depend on ``qrels_scope``:
 
-* ``unnamed`` (the default): the chunks of the concept's papers that do *not* name it —
+* ``defining`` (the default): graded, specific. Grade 2: the passage holding the statement
+  that defines or states the concept (a definition whose author emphasised the term, a
+  named theorem); grade 1: the passages whose statement, or proof, cites that statement
+  by ``\\ref`` — they use it in a substantive way. A query with more than
+  ``max_relevant_share`` of the corpus relevant is left out (``held_out_too_broad``): a
+  concept every second passage relies on tests nothing.
+* ``unnamed``: the chunks of the concept's papers that do *not* name it —
   no surface form of its name or of any alias the graph knows (:func:`chunks_naming`, the
   graph's own matcher). These passages speak of the concept through notation, other
   names, its description or its neighbours, so finding them is the semantic retrieval an
@@ -70,7 +80,9 @@ from pipelines.common.names import (
     normalise_name,
     statement_concept_name,
 )
+from pipelines.common.passages import PassageFinder
 from pipelines.common.paths import Paths
+from pipelines.common.refs import cited_statements, citing_statements
 from pipelines.common.tables import (
     EVIDENCE_ORDER,
     PAIR_KINDS,
@@ -89,9 +101,9 @@ HASH_BUCKETS = 1_000_000
 
 REQUIRED_COLUMNS = {
     "papers": ["paper_id"],
-    "chunks": ["chunk_id", "paper_id", "text"],
-    "statements": ["statement_id", "paper_id", "kind", "name", "text"],
-    "concepts": ["name", "display_name", "description", "aliases", "papers"],
+    "chunks": ["chunk_id", "paper_id", "chunk_index", "text"],
+    "statements": ["statement_id", "paper_id", "kind", "name", "label", "text", "refs", "proof"],
+    "concepts": ["name", "display_name", "description", "aliases", "papers", "statements"],
     "edges": ["source", "target", "relation"],
     "mentions": ["concept", "chunk_id", "paper_id", "evidence"],
 }
@@ -159,6 +171,46 @@ def _rotated(ranked: list[str], salt: str, limit: int) -> list[str]:
 
 
 @dataclass(frozen=True)
+class _Negatives:
+    """A negative passage for each pair (or none, when ``hard_negatives`` is off).
+
+    For a concept's ``name`` and ``description`` pairs, a *hard* one: a passage that
+    mentions the concept without defining it, exactly what a model must learn to rank
+    below the definition. For every other pair, and a concept mentioned nowhere else, a
+    passage drawn by a stable hash. Never a passage of an unseen paper nor one that defines
+    a held-out concept.
+    """
+
+    usable: dict[str, list[tuple[int, str]]]  # concept -> (evidence rank, chunk id)
+    defining: dict[str, set[str]]  # concept -> the passages holding its statements
+    pool: list[str]  # every passage a negative may be
+    seed: int
+    enabled: bool
+
+    def pick(self, kind: str, concept: str, positive_id: str) -> str:
+        if not self.enabled or not self.pool:
+            return ""
+        salt = f"{self.seed}:negative:{kind}:{concept}:{positive_id}"
+        if kind in ("name", "description"):
+            text_rank = EVIDENCE_ORDER.index("text")
+            hard = sorted(
+                chunk_id
+                for rank, chunk_id in self.usable.get(concept, ())
+                if rank == text_rank
+                and chunk_id != positive_id
+                and chunk_id not in self.defining.get(concept, ())
+            )
+            if hard:
+                return hard[stable_bucket(salt) % len(hard)]
+        start = stable_bucket(salt) % len(self.pool)
+        for offset in range(len(self.pool)):
+            chunk_id = self.pool[(start + offset) % len(self.pool)]
+            if chunk_id != positive_id:
+                return chunk_id
+        return ""
+
+
+@dataclass(frozen=True)
 class PairsResult:
     pairs: pd.DataFrame
     queries: pd.DataFrame
@@ -185,9 +237,18 @@ def build_pairs(
     aliases = {name: list(values) for name, values in zip(names, concepts["aliases"], strict=True)}
     papers_of = {name: list(values) for name, values in zip(names, concepts["papers"], strict=True)}
 
+    statements_of = {
+        name: list(values) for name, values in zip(names, concepts["statements"], strict=True)
+    }
+
     held_out = held_out_concepts(names, params.held_out_fraction)
     unseen = unseen_papers(papers["paper_id"].tolist(), params.unseen_paper_fraction)
     forbidden_keys, forbidden_texts = _forbidden_anchors(held_out, display, description, aliases)
+    structure = _PaperStructure.of(chunks, statements)
+    # What defines or states a held-out concept is never a positive: the model must not
+    # have seen any anchor lead to the passages its queries are judged by.
+    reserved_statements = {sid for name in held_out for sid in statements_of[name]}
+    reserved_chunks = {structure.chunk_of.get(sid, "") for sid in reserved_statements} - {""}
 
     chunk_ids = chunks["chunk_id"].tolist()
     chunk_text = dict(zip(chunk_ids, chunks["text"].tolist(), strict=True))
@@ -200,7 +261,11 @@ def build_pairs(
         mentions["evidence"].tolist(),
         strict=True,
     ):
-        if chunk_id in chunk_paper and chunk_paper[chunk_id] not in unseen:
+        if (
+            chunk_id in chunk_paper
+            and chunk_paper[chunk_id] not in unseen
+            and chunk_id not in reserved_chunks
+        ):
             usable[concept].append((evidence_rank.get(evidence, len(EVIDENCE_ORDER)), chunk_id))
     ranked = {
         concept: _ranked(found, f"{params.seed}:{concept}") for concept, found in usable.items()
@@ -255,13 +320,37 @@ def build_pairs(
             continue
         candidates.append((stated, text, "statement", normalise_name(stated), statement_id))
 
+    # The papers' own structure: a statement leads to its proof, and a statement (with its
+    # proof) to the statements it cites.
+    text_of_statement = dict(
+        zip(statements["statement_id"].tolist(), statements["text"].tolist(), strict=True)
+    )
+    paper_of_statement = dict(
+        zip(statements["statement_id"].tolist(), statements["paper_id"].tolist(), strict=True)
+    )
+    for statement_id, proof in sorted(structure.proof_of.items()):
+        if paper_of_statement[statement_id] in unseen:
+            continue
+        anchor = text_of_statement[statement_id]
+        candidates.append((anchor, proof, "proof", statement_id, statement_id))
+    for statement_id, cited in sorted(structure.cited.items()):
+        for target in cited:
+            if paper_of_statement[target] in unseen:
+                continue
+            anchor = text_of_statement[statement_id]
+            candidates.append((anchor, text_of_statement[target], "citation", statement_id, target))
+
     kept: list[tuple[str, str, str, str, str]] = []
     seen_pairs: set[tuple[str, str]] = set()
     dropped_held_out = 0
     duplicates = 0
     for candidate in candidates:
         anchor, positive = candidate[0], candidate[1]
-        if anchor in forbidden_texts or normalise_name(anchor) in forbidden_keys:
+        if (
+            anchor in forbidden_texts
+            or normalise_name(anchor) in forbidden_keys
+            or candidate[4] in reserved_statements  # a proof pair's is its statement's
+        ):
             dropped_held_out += 1
             continue
         if (anchor, positive) in seen_pairs:
@@ -270,7 +359,28 @@ def build_pairs(
         seen_pairs.add((anchor, positive))
         kept.append(candidate)
 
-    pairs = pd.DataFrame(kept, columns=PAIR_COLUMNS[:-1])
+    pairs = pd.DataFrame(kept, columns=PAIR_COLUMNS[:5])
+    negatives = _Negatives(
+        usable=usable,
+        defining={
+            name: {structure.chunk_of.get(sid, "") for sid in statements_of[name]} - {""}
+            for name in names
+        },
+        pool=sorted(
+            chunk_id
+            for chunk_id, paper_id in chunk_paper.items()
+            if paper_id not in unseen and chunk_id not in reserved_chunks
+        ),
+        seed=params.seed,
+        enabled=params.hard_negatives,
+    )
+    pairs["negative_id"] = [
+        negatives.pick(kind, concept, positive_id)
+        for kind, concept, positive_id in zip(
+            pairs["kind"], pairs["concept"], pairs["positive_id"], strict=True
+        )
+    ]
+    pairs["negative"] = [chunk_text.get(chunk_id, "") for chunk_id in pairs["negative_id"]]
     pairs["split"] = [
         "validation"
         if in_stable_fraction(f"{params.seed}:{concept}", params.validation_fraction)
@@ -280,9 +390,19 @@ def build_pairs(
     pairs = pairs.sort_values(["split", "kind", "concept", "anchor", "positive_id"], kind="stable")
     pairs = pairs.reset_index(drop=True)[PAIR_COLUMNS]
 
-    queries, qrels, below_min_degree, without_relevant = _evaluation_set(
-        held_out, display, aliases, papers_of, mentions, chunks, unseen, params
+    evaluation = _evaluation_set(
+        held_out,
+        display,
+        aliases,
+        papers_of,
+        statements_of,
+        structure,
+        mentions,
+        chunks,
+        unseen,
+        params,
     )
+    queries, qrels = evaluation.queries, evaluation.qrels
     counts: dict[str, Any] = {
         "papers": len(papers),
         "chunks": len(chunks),
@@ -299,8 +419,11 @@ def build_pairs(
         "statements_without_concept_name": statements_unnamed,
         "pairs": _pair_counts(pairs, len(candidates), dropped_held_out, duplicates),
         "queries": len(queries),
-        "held_out_below_min_degree": below_min_degree,
-        "held_out_without_relevant": without_relevant,
+        "held_out_below_min_degree": evaluation.below_min_degree,
+        "held_out_without_relevant": evaluation.without_relevant,
+        "held_out_too_broad": evaluation.too_broad,
+        "citations": sum(len(cited) for cited in structure.cited.values()),
+        "proofs": len(structure.proof_of),
         "qrels": {
             "total": len(qrels),
             "seen": int((~qrels["unseen"]).sum()),
@@ -341,18 +464,87 @@ def chunks_naming(concept: str, surfaces: Iterable[str], texts: dict[str, str]) 
     return {chunk_id for chunk_id, text in texts.items() if matcher.keys_in(match_form(text))}
 
 
+@dataclass(frozen=True)
+class _PaperStructure:
+    """Where each statement and proof sits among the passages, and what cites what."""
+
+    chunk_of: dict[str, str]  # statement_id -> the passage holding its start ("" if none)
+    proof_chunk_of: dict[str, str]  # statement_id -> the passage holding its proof's start
+    proof_of: dict[str, str]  # statement_id -> its proof's text
+    cited: dict[str, list[str]]  # statement_id -> the statements it (or its proof) cites
+    citing: dict[str, list[str]]  # the inverse
+
+    @classmethod
+    def of(cls, chunks: pd.DataFrame, statements: pd.DataFrame) -> _PaperStructure:
+        ordered = chunks.sort_values(["paper_id", "chunk_index"], kind="stable")
+        texts: dict[str, list[tuple[str, str]]] = defaultdict(list)
+        for paper_id, chunk_id, text in zip(
+            ordered["paper_id"].tolist(),
+            ordered["chunk_id"].tolist(),
+            ordered["text"].tolist(),
+            strict=True,
+        ):
+            texts[paper_id].append((chunk_id, text))
+        passages = {paper_id: PassageFinder(chunks) for paper_id, chunks in texts.items()}
+        nowhere = PassageFinder(())
+        chunk_of: dict[str, str] = {}
+        proof_chunk_of: dict[str, str] = {}
+        proof_of: dict[str, str] = {}
+        rows = list(
+            zip(
+                statements["statement_id"].tolist(),
+                statements["paper_id"].tolist(),
+                statements["label"].tolist(),
+                statements["text"].tolist(),
+                statements["refs"].tolist(),
+                statements["proof"].tolist(),
+                strict=True,
+            )
+        )
+        for statement_id, paper_id, _label, text, _refs, proof in rows:
+            finder = passages.get(paper_id, nowhere)
+            chunk_of[statement_id] = finder.find(text)
+            if proof:
+                proof_of[statement_id] = proof
+                proof_chunk_of[statement_id] = finder.find(proof)
+        cited = cited_statements(
+            (sid, paper, label, refs) for sid, paper, label, _t, refs, _p in rows
+        )
+        return cls(chunk_of, proof_chunk_of, proof_of, cited, citing_statements(cited))
+
+    def passages_citing(self, statement_ids: Iterable[str]) -> set[str]:
+        """The passages holding a statement, or a proof, that cites one of ``statement_ids``."""
+        found: set[str] = set()
+        for target in statement_ids:
+            for source in self.citing.get(target, ()):
+                found.add(self.chunk_of.get(source, ""))
+                found.add(self.proof_chunk_of.get(source, ""))
+        found.discard("")
+        return found
+
+
+@dataclass(frozen=True)
+class _Evaluation:
+    queries: pd.DataFrame
+    qrels: pd.DataFrame
+    below_min_degree: int  # held-out concepts with fewer than min_degree papers
+    without_relevant: int  # ... with no relevant passage in qrels_scope
+    too_broad: int  # ... with more than max_relevant_share of the corpus relevant
+
+
 def _evaluation_set(
     held_out: set[str],
     display: dict[str, str],
     aliases: dict[str, list[str]],
     papers_of: dict[str, list[str]],
+    statements_of: dict[str, list[str]],
+    structure: _PaperStructure,
     mentions: pd.DataFrame,
     chunks: pd.DataFrame,
     unseen: set[str],
     params: PairsParams,
-) -> tuple[pd.DataFrame, pd.DataFrame, int, int]:
-    """Queries, their qrels, and how many held-out concepts fell short of ``min_degree``
-    papers or had no relevant chunk in ``params.qrels_scope``."""
+) -> _Evaluation:
+    """Queries and their graded qrels (see the module docstring for ``qrels_scope``)."""
     enough_papers = sorted(name for name in held_out if len(papers_of[name]) >= params.min_degree)
     chunks_of_paper: dict[str, list[str]] = defaultdict(list)
     paper_of_chunk = dict(
@@ -368,26 +560,39 @@ def _evaluation_set(
         ):
             if concept in held_out:
                 mentioning[concept].add(chunk_id)
+    max_relevant = max(1, int(params.max_relevant_share * len(paper_of_chunk)))
 
     query_concepts: list[str] = []
     qrel_rows: list[tuple[str, str, int, bool]] = []
+    without_relevant = too_broad = 0
     for name in enough_papers:
-        of_papers = {
-            chunk_id for paper_id in papers_of[name] for chunk_id in chunks_of_paper[paper_id]
-        }
-        if params.qrels_scope == "mentions":
-            relevant = mentioning[name] & paper_of_chunk.keys()
-        elif params.qrels_scope == "unnamed":
-            texts = {chunk_id: text_of_chunk[chunk_id] for chunk_id in of_papers}
-            relevant = of_papers - chunks_naming(name, [display[name], *aliases[name]], texts)
+        graded: dict[str, int]
+        if params.qrels_scope == "defining":
+            defining = {structure.chunk_of.get(sid, "") for sid in statements_of[name]} - {""}
+            used_by = structure.passages_citing(statements_of[name]) - defining
+            graded = {**dict.fromkeys(used_by, 1), **dict.fromkeys(defining, 2)}
         else:
-            relevant = of_papers
-        if not relevant:
+            of_papers = {
+                chunk_id for paper_id in papers_of[name] for chunk_id in chunks_of_paper[paper_id]
+            }
+            if params.qrels_scope == "mentions":
+                relevant = mentioning[name] & paper_of_chunk.keys()
+            elif params.qrels_scope == "unnamed":
+                texts = {chunk_id: text_of_chunk[chunk_id] for chunk_id in of_papers}
+                relevant = of_papers - chunks_naming(name, [display[name], *aliases[name]], texts)
+            else:
+                relevant = of_papers
+            graded = dict.fromkeys(relevant, 1)
+        if not graded:
+            without_relevant += 1
+            continue
+        if len(graded) > max_relevant:
+            too_broad += 1
             continue
         query_concepts.append(name)
         qrel_rows.extend(
-            (query_id(name), chunk_id, 1, paper_of_chunk[chunk_id] in unseen)
-            for chunk_id in sorted(relevant)
+            (query_id(name), chunk_id, grade, paper_of_chunk[chunk_id] in unseen)
+            for chunk_id, grade in sorted(graded.items())
         )
     queries = pd.DataFrame(
         [(query_id(name), name, display[name]) for name in query_concepts], columns=QUERY_COLUMNS
@@ -395,8 +600,9 @@ def _evaluation_set(
     qrels = pd.DataFrame(qrel_rows, columns=QREL_COLUMNS).astype(
         {"grade": "int64", "unseen": "bool"}
     )
-    below_min_degree = len(held_out) - len(enough_papers)
-    return queries, qrels, below_min_degree, len(enough_papers) - len(query_concepts)
+    return _Evaluation(
+        queries, qrels, len(held_out) - len(enough_papers), without_relevant, too_broad
+    )
 
 
 def _pair_counts(

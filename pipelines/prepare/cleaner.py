@@ -50,7 +50,9 @@ from pipelines.prepare.source import Problems, arg_span_end, sanitise, strip_com
 from pipelines.prepare.statements import Statement
 
 # Bump when the cleaner's output changes, so that cached per-paper outputs are redone.
-CLEANER_VERSION = "2"  # 2: macro bombs and over-long papers are fatal (quarantined)
+# 2: macro bombs and over-long papers are fatal (quarantined); 3: statements carry their
+# defined terms, cited labels and proof
+CLEANER_VERSION = "3"
 BINARY_FRACTION = 0.01  # more control/replacement characters than this → not LaTeX
 # Cleaned text per paper, at most: ~1,500 pages of prose, more than any real e-print (a long
 # monograph cleans to ~1M characters). More is a macro bomb or not a paper; kept, it would

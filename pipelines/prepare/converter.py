@@ -19,7 +19,10 @@ Over 500 lines: one class, whose handlers share the output and the open environm
   ``definition``, ``conjecture``, their starred forms, the usual abbreviations and
   anything declared with ``\\newtheorem``) are written as "Theorem (Name). text" and,
   for those six kinds, also returned as a :class:`Statement` with the optional
-  ``[name]`` and the first ``\\label``;
+  ``[name]``, the first ``\\label``, the labels it and its proof ``\\ref`` (the
+  statements it builds on), the ``proof`` that follows it and, in a definition, the
+  terms its author emphasised (``\\emph{…}``, ``{\\it …}``, ``\\textit``, ``\\textbf``:
+  how mathematicians mark the term being defined);
 * ``figure`` / ``table`` keep only their captions; ``tikzpicture``,
   ``thebibliography``, ``verbatim``, ``comment`` and the like are dropped whole; other
   environments keep their content.
@@ -34,7 +37,7 @@ import functools
 import re
 import unicodedata
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pipelines.prepare.math_text import MATH_ENVIRONMENTS, MATH_ROW_ENVIRONMENTS, clean_math
 from pipelines.prepare.source import (
@@ -127,6 +130,7 @@ class _OpenEnvironment:
     text_start: int = 0  # index into the output where the statement's text starts
     label: str = ""
     closer: str = ""  # emitted when the environment closes
+    proof_of: int = -1  # for a proof: the index of the statement it proves
 
 
 @dataclass
@@ -135,6 +139,23 @@ class _PendingStatement:
     name: str
     label: str = ""
     text: str | None = None
+    terms: list[str] = field(default_factory=list)
+    refs: list[str] = field(default_factory=list)
+    proof: str = ""
+    proof_open: bool = False
+
+
+@dataclass(frozen=True)
+class _Emphasis:
+    """The closer of an emphasised group: where its text starts in the output."""
+
+    start: int
+
+
+#: Emphasis commands with an argument (``\emph{term}``) and font switches (``{\it term}``).
+EMPHASIS_COMMANDS = frozenset({"emph", "textit", "textbf", "textsl"})
+EMPHASIS_SWITCHES = frozenset({"it", "em", "bf", "sl", "itshape", "bfseries", "slshape"})
+MAX_TERM_CHARS = 120  # an emphasised run longer than this is a stressed sentence, not a term
 
 
 class Converter:
@@ -146,7 +167,7 @@ class Converter:
         self._depth = depth  # how deep inside titles/names this converter runs
         self._missing: dict[str, int] = {}  # closer → a position after which it is absent
         self._out: list[str] = []
-        self._groups: list[str] = []  # what to emit when each open brace closes
+        self._groups: list[str | _Emphasis] = []  # what to emit when each brace closes
         self._environments: list[_OpenEnvironment] = []
         self._section_marks: list[tuple[int, str]] = [(0, "")]
         self._statements: list[_PendingStatement] = []
@@ -156,6 +177,8 @@ class Converter:
             **dict.fromkeys(REF_COMMANDS, self._ref),
             **dict.fromkeys(LAYOUT_ARGUMENTS, self._layout_arguments),
             **dict.fromkeys(ACCENTS, self._accent),
+            **dict.fromkeys(EMPHASIS_COMMANDS, self._emphasis),
+            **dict.fromkeys(EMPHASIS_SWITCHES, self._emphasis_switch),
             "label": self._label,
             "item": self._item,
             "footnote": self._footnote,
@@ -207,7 +230,15 @@ class Converter:
     def statements(self) -> tuple[Statement, ...]:
         self._close_all()
         return tuple(
-            Statement(pending.kind, pending.name, pending.label, pending.text)
+            Statement(
+                pending.kind,
+                pending.name,
+                pending.label,
+                pending.text,
+                terms=tuple(dict.fromkeys(pending.terms)),
+                refs=tuple(dict.fromkeys(pending.refs)),
+                proof=pending.proof,
+            )
             for pending in self._statements
             if pending.text
         )
@@ -260,7 +291,9 @@ class Converter:
             elif kind == "close":
                 if self._groups:
                     closer = self._groups.pop()
-                    if closer:
+                    if isinstance(closer, _Emphasis):
+                        self._emphasised(closer.start)
+                    elif closer:
                         append(closer)
                     if end < length and text[end] == "{":
                         append(" ")  # \foo{a}{b}: keep the arguments apart
@@ -388,7 +421,16 @@ class Converter:
         if kind is not None:
             index = len(self._statements)
             self._statements.append(_PendingStatement(kind, statement_name))
-        self._environments.append(_OpenEnvironment(name, index, len(self._out), closer="\n\n"))
+        proof_of = -1
+        if name.rstrip("*") == "proof" and self._statements:
+            # A proof proves the statement just before it (its first proof only).
+            last = self._statements[-1]
+            if not last.proof and not last.proof_open and last.text is not None:
+                proof_of = len(self._statements) - 1
+                last.proof_open = True
+        self._environments.append(
+            _OpenEnvironment(name, index, len(self._out), proof_of=proof_of, closer="\n\n")
+        )
         return pos
 
     def _end(self, name: str) -> None:
@@ -410,6 +452,9 @@ class Converter:
             pending = self._statements[environment.statement]
             pending.text = normalise_whitespace("".join(self._out[environment.text_start :]))
             pending.label = environment.label
+        if environment.proof_of >= 0:
+            proved = self._statements[environment.proof_of]
+            proved.proof = normalise_whitespace("".join(self._out[environment.text_start :]))
         if environment.closer:
             self._out.append(environment.closer)
 
@@ -497,7 +542,49 @@ class Converter:
 
     def _ref(self, text: str, name: str, pos: int) -> int:
         self._out.append(REF_PLACEHOLDER)
-        return self._drop_arguments(text, pos, 1)
+        while (optional := read_optional(text, pos)) is not None:
+            pos = optional[1]
+        group = read_group(text, pos, self._problems, f"\\{name}")
+        if group is None:
+            return pos
+        citing = self._innermost_statement()
+        if citing is not None:
+            # \cref{a,b} cites several labels at once.
+            citing.refs.extend(label.strip() for label in group[0].split(",") if label.strip())
+        return group[1]
+
+    def _innermost_statement(self) -> _PendingStatement | None:
+        """The statement whose text (or proof) is being written, if any."""
+        for environment in reversed(self._environments):
+            if environment.statement >= 0:
+                return self._statements[environment.statement]
+            if environment.proof_of >= 0:
+                return self._statements[environment.proof_of]
+        return None
+
+    def _emphasis(self, text: str, name: str, pos: int) -> int:
+        """``\\emph{…}``: its text is kept; in a definition it is also a defined term."""
+        start = skip_spaces(text, pos)
+        if start < len(text) and text[start] == "{":
+            self._groups.append(_Emphasis(len(self._out)))
+            return start + 1
+        return pos
+
+    def _emphasis_switch(self, text: str, name: str, pos: int) -> int:
+        """``{\\it …}``: the group the switch opens is emphasised."""
+        if self._groups and self._groups[-1] == "":
+            self._groups[-1] = _Emphasis(len(self._out))
+        return pos
+
+    def _emphasised(self, start: int) -> None:
+        for environment in reversed(self._environments):
+            if environment.statement >= 0:
+                pending = self._statements[environment.statement]
+                if pending.kind == "definition":
+                    term = " ".join("".join(self._out[start:]).split())
+                    if term and len(term) <= MAX_TERM_CHARS:
+                        pending.terms.append(term)
+                return
 
     def _label(self, text: str, name: str, pos: int) -> int:
         group = read_group(text, pos, self._problems, "\\label")

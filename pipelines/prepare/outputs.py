@@ -143,6 +143,9 @@ class Rows:
             self.statements["name"].append(statement.name)
             self.statements["label"].append(statement.label)
             self.statements["text"].append(statement.text)
+            self.statements["terms"].append(list(statement.terms))
+            self.statements["refs"].append(list(statement.refs))
+            self.statements["proof"].append(statement.proof)
         if len(self.papers["paper_id"]) >= self.BATCH_PAPERS:
             self._flush()
 

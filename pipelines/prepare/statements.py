@@ -10,12 +10,20 @@ from pipelines.common.tables import STATEMENT_KINDS
 
 @dataclass(frozen=True)
 class Statement:
-    """A theorem-like environment: kind (one of STATEMENT_KINDS), name, label, cleaned text."""
+    """A theorem-like environment: kind (one of STATEMENT_KINDS), name, label, cleaned text.
+
+    ``terms``: in a definition, the terms its author emphasised (the defined terms);
+    ``refs``: the labels the statement and its proof cite; ``proof``: the cleaned text of
+    the proof that follows it ("" when none does).
+    """
 
     kind: str
     name: str
     label: str
     text: str
+    terms: tuple[str, ...] = ()
+    refs: tuple[str, ...] = ()
+    proof: str = ""
 
 
 #: Theorem-like environments known without a ``\newtheorem``: name → display name.

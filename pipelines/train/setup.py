@@ -101,7 +101,8 @@ def resolve_matryoshka_dims(configured: Sequence[int], dimension: int) -> tuple[
 
 
 def split_pairs(pairs: pd.DataFrame, source: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(train, validation) frames of ``anchor``, ``positive`` from the validated pairs table."""
+    """(train, validation) frames of ``anchor``, ``positive`` (and ``negative`` when every
+    pair has one: training then uses triplets) from the validated pairs table."""
     missing = {"anchor", "positive", "split"} - set(pairs.columns)
     if missing:
         raise TrainError(
@@ -109,6 +110,8 @@ def split_pairs(pairs: pd.DataFrame, source: Path) -> tuple[pd.DataFrame, pd.Dat
             "by the validate stage (run dvc repro validate)"
         )
     columns = ["anchor", "positive"]
+    if "negative" in pairs.columns and len(pairs) and (pairs["negative"] != "").all():
+        columns.append("negative")
     train = pairs.loc[pairs["split"] == "train", columns].reset_index(drop=True)
     validation = pairs.loc[pairs["split"] == "validation", columns].reset_index(drop=True)
     if train.empty:
@@ -118,6 +121,17 @@ def split_pairs(pairs: pd.DataFrame, source: Path) -> tuple[pd.DataFrame, pd.Dat
             "dvc repro validate"
         )
     return train, validation
+
+
+def capped_sample(frame: pd.DataFrame, cap: int, seed: int) -> pd.DataFrame:
+    """At most ``cap`` rows of ``frame``, drawn with ``seed`` (all of them when fewer).
+
+    The validation loss costs a forward pass over every validation pair: on a CPU, a few
+    hundred say as much about over-fitting as thousands, at a fraction of the time.
+    """
+    if len(frame) <= cap:
+        return frame
+    return frame.sample(n=cap, random_state=seed).reset_index(drop=True)
 
 
 def distinct_texts(frame: pd.DataFrame) -> int:

@@ -73,6 +73,7 @@ from pipelines.train.setup import (
     TrainError,
     build_arguments,
     build_loss,
+    capped_sample,
     check_params,
     choose_precision,
     describe_device,
@@ -155,7 +156,8 @@ def _observer(run_log: _RunLog) -> TrainerCallback:
 def _to_dataset(frame: pd.DataFrame) -> Dataset:
     from datasets import Dataset
 
-    return Dataset.from_dict({column: frame[column].tolist() for column in ("anchor", "positive")})
+    # MultipleNegativesRankingLoss reads the columns in order: anchor, positive, negative.
+    return Dataset.from_dict({column: frame[column].tolist() for column in frame.columns})
 
 
 def run_train(
@@ -182,6 +184,7 @@ def run_train(
             "dvc repro validate (or make repro) first"
         )
     train_pairs, validation_pairs = split_pairs(io.read_parquet(pairs_path), pairs_path)
+    validation_pairs = capped_sample(validation_pairs, params.max_validation_pairs, params.seed)
     if distinct_texts(train_pairs) < params.batch_size:
         raise TrainError(
             f"the training split of {pairs_path} has {len(train_pairs)} pairs but only "

@@ -15,6 +15,8 @@ import pandas as pd
 import pyarrow  # type: ignore[import-untyped]  # pyarrow ships no type information
 import pyarrow.compute  # type: ignore[import-untyped]
 
+from pipelines.common.tables import STATEMENT_PAIR_KINDS
+
 _KEY_SEPARATOR = "\x1f"  # joins the columns of a composite key; never in an id or name
 
 
@@ -64,11 +66,11 @@ class Reference:
 
 
 def _statement_pairs(pairs: pd.DataFrame) -> pd.Series:
-    return pairs["kind"] == "statement"
+    return pairs["kind"].isin(STATEMENT_PAIR_KINDS)
 
 
 def _chunk_pairs(pairs: pd.DataFrame) -> pd.Series:
-    return pairs["kind"] != "statement"
+    return ~pairs["kind"].isin(STATEMENT_PAIR_KINDS)
 
 
 #: Every link between the tables.

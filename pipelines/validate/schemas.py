@@ -49,6 +49,7 @@ from pipelines.common.tables import (
     RELATIONS,
     SPLITS,
     STATEMENT_KINDS,
+    STATEMENT_PAIR_KINDS,
 )
 
 # -- formats ----------------------------------------------------------------------------
@@ -258,9 +259,16 @@ class StatementsSchema(pa.DataFrameModel):
     name: Series[str]
     label: Series[str]
     text: Series[str]
+    terms: Series[object]  # a definition's emphasised (defined) terms
+    refs: Series[object]  # the labels it and its proof cite
+    proof: Series[str]  # "" when no proof follows it
 
     class Config:
         strict = True
+
+    @pa.check("terms", "refs", name="string_list")
+    def _string_lists(cls, values: pd.Series) -> pd.Series:
+        return _string_lists(values, None, non_empty=False)
 
     @pa.check("statement_id", name="statement_id_format")
     def _statement_id(cls, values: pd.Series) -> pd.Series:
@@ -293,9 +301,14 @@ class ConceptsSchema(pa.DataFrameModel):
     description: Series[str]  # "" when the graph found none
     aliases: Series[object]
     papers: Series[object]
+    statements: Series[object]  # the statements that define or state it
 
     class Config:
         strict = True
+
+    @pa.check("statements", name="statement_id_list")
+    def _statements(cls, values: pd.Series) -> pd.Series:
+        return _string_lists(values, STATEMENT_ID, non_empty=False)
 
     @pa.check("name", name="normalised")
     def _name(cls, values: pd.Series) -> pd.Series:
@@ -371,6 +384,8 @@ class PairsSchema(pa.DataFrameModel):
     kind: Series[str] = pa.Field(isin=PAIR_KINDS)
     concept: Series[str] = pa.Field(str_length={"min_value": 1})
     positive_id: Series[str]
+    negative: Series[str]  # "" when pairs.hard_negatives is off
+    negative_id: Series[str]
     split: Series[str] = pa.Field(isin=SPLITS)
 
     class Config:
@@ -382,11 +397,18 @@ class PairsSchema(pa.DataFrameModel):
 
     @pa.dataframe_check(name="positive_id_matches_kind")
     def _positive_id(cls, frame: pd.DataFrame) -> pd.Series:
-        # A statement pair's positive is a statement; every other kind's is a chunk.
-        is_statement = frame["kind"] == "statement"
+        # A statement, proof or citation pair's positive is a statement (or its proof);
+        # every other kind's is a chunk.
+        is_statement = frame["kind"].isin(STATEMENT_PAIR_KINDS)
         return _matches(frame["positive_id"], STATEMENT_ID).where(
             is_statement, _matches(frame["positive_id"], CHUNK_ID)
         )
+
+    @pa.dataframe_check(name="negative_is_a_chunk_other_than_the_positive")
+    def _negative(cls, frame: pd.DataFrame) -> pd.Series:
+        none = (frame["negative_id"] == "") & (frame["negative"] == "")
+        chunk = _matches(frame["negative_id"], CHUNK_ID) & (frame["negative"].str.strip() != "")
+        return none | (chunk & (frame["negative_id"] != frame["positive_id"]))
 
     @pa.dataframe_check(name="anchor_differs_from_positive")
     def _different(cls, frame: pd.DataFrame) -> pd.Series:

@@ -9,8 +9,12 @@ headers before they are read — so a compression bomb is refused without ever b
 inflated in full. Path traversal (``..``, absolute paths), links and device files make
 the whole archive hostile and it is rejected, not partly used.
 
-The main file is the ``.tex`` with ``\\documentclass`` (or LaTeX 2.09's
-``\\documentstyle``), else the largest ``.tex``; ``\\input``/``\\include`` are inlined
+The main file is found through the include graph: a root (a ``.tex`` that no other file of
+the archive ``\\input``s or ``\\include``s) that holds ``\\begin{document}`` directly or
+through its includes — so a chapter that starts with ``\\input{preamble}``, where
+``preamble.tex`` holds ``\\documentclass``, is the main file, not its preamble; failing
+that, the ``.tex`` with ``\\documentclass`` (or LaTeX 2.09's ``\\documentstyle``), else
+the largest ``.tex`` (see :func:`choose_main_file`). ``\\input``/``\\include`` are inlined
 from files inside the archive only, and the expansion is capped (inclusions and size), so
 an include fan-out is refused as fast as a compression bomb. Text is UTF-8, else latin-1
 (which decodes any byte string), and the fallback is recorded. NUL bytes are dropped from
@@ -314,12 +318,57 @@ def _without_comments(text: str) -> str:
 
 
 def choose_main_file(texts: Mapping[str, str]) -> str | None:
-    """The ``.tex`` with ``\\documentclass`` (then ``\\begin{document}``, size, name), else
-    the largest ``.tex``; ``None`` when there is no ``.tex`` at all."""
-    tex_files = [name for name in texts if posixpath.splitext(name)[1].lower() in TEX_SUFFIXES]
+    """The main ``.tex`` of an archive, or ``None`` when there is no ``.tex`` at all.
+
+    Ranked through the include graph: among the roots (files no other file of the archive
+    includes) that hold ``\\begin{document}`` directly or through their includes, the one
+    with ``\\documentclass`` (same reach), then the largest document (its own size plus
+    what it includes), then the first name. With no such root (a cycle, a fragment-only
+    archive), the ``.tex`` with ``\\documentclass``, then ``\\begin{document}``, then the
+    largest, then the first name.
+    """
+    tex_files = sorted(
+        name for name in texts if posixpath.splitext(name)[1].lower() in TEX_SUFFIXES
+    )
     if not tex_files:
         return None
     uncommented = {name: _without_comments(texts[name]) for name in tex_files}
+    includes = {name: _included_files(name, uncommented[name], texts) for name in tex_files}
+    included = {target for targets in includes.values() for target in targets}
+
+    def reach(name: str) -> set[str]:
+        # The file and everything it pulls in, transitively (cycles stop where they close).
+        seen = {name}
+        pending = [name]
+        while pending:
+            for target in includes.get(pending.pop(), ()):
+                if target not in seen:
+                    seen.add(target)
+                    pending.append(target)
+        return seen
+
+    def holds(pattern: re.Pattern[str], files: set[str]) -> bool:
+        for name in files:
+            if name not in uncommented:  # an included .bbl or .txt
+                uncommented[name] = _without_comments(texts[name])
+            if pattern.search(uncommented[name]):
+                return True
+        return False
+
+    roots = [name for name in tex_files if name not in included]
+    documents = {name: reach(name) for name in roots}
+    complete = [name for name in roots if holds(_BEGIN_DOCUMENT, documents[name])]
+    if complete:
+
+        def document_rank(name: str) -> tuple[bool, int, str]:
+            files = documents[name]
+            return (
+                not holds(_DOCUMENTCLASS, files),
+                -sum(len(texts[file]) for file in files),
+                name,
+            )
+
+        return min(complete, key=document_rank)
 
     def rank(name: str) -> tuple[bool, bool, int, str]:
         body = uncommented[name]
@@ -331,6 +380,40 @@ def choose_main_file(texts: Mapping[str, str]) -> str | None:
         )
 
     return min(tex_files, key=rank)
+
+
+def _included_files(name: str, uncommented: str, texts: Mapping[str, str]) -> list[str]:
+    """The files of ``texts`` that ``name`` includes (its comments already stripped).
+
+    Targets are looked up as :func:`resolve_includes` does, from the including file's folder
+    and from the archive's top folder (the main file's folder is not known yet).
+    """
+    found: list[str] = []
+    for match in _INCLUDE.finditer(uncommented):
+        target = match["braced"] if match["braced"] is not None else match["bare"]
+        path = _find_include(target, ("", posixpath.dirname(name)), texts)
+        if path is not None and path != name and path not in found:
+            found.append(path)
+    return found
+
+
+def _find_include(target: str, folders: tuple[str, ...], texts: Mapping[str, str]) -> str | None:
+    """The archive file an ``\\input{target}`` names, tried from each of ``folders``, with
+    ``.tex`` added when the name has no TeX suffix; ``None`` when it is outside the archive
+    or missing."""
+    target = target.strip().strip('"')
+    if not target or target.startswith("/") or re.match(r"[A-Za-z]:", target):
+        return None
+    suffix = posixpath.splitext(target)[1].lower()
+    candidates = [target + ".tex", target] if suffix not in TEXT_SUFFIXES else [target]
+    for folder in dict.fromkeys(folders):
+        for candidate in candidates:
+            path = posixpath.normpath(posixpath.join(folder, candidate))
+            if path == ".." or path.startswith("../"):
+                return None
+            if path in texts:
+                return path
+    return None
 
 
 def resolve_includes(
@@ -359,19 +442,7 @@ def resolve_includes(
     chars = len(texts[main_file])  # an upper bound of the document's size so far
 
     def find(target: str, including: str) -> str | None:
-        target = target.strip().strip('"')
-        if not target or target.startswith("/") or re.match(r"[A-Za-z]:", target):
-            return None
-        suffix = posixpath.splitext(target)[1].lower()
-        candidates = [target + ".tex", target] if suffix not in TEXT_SUFFIXES else [target]
-        for folder in dict.fromkeys((root, posixpath.dirname(including))):
-            for candidate in candidates:
-                path = posixpath.normpath(posixpath.join(folder, candidate))
-                if path == ".." or path.startswith("../"):
-                    return None
-                if path in texts:
-                    return path
-        return None
+        return _find_include(target, (root, posixpath.dirname(including)), texts)
 
     def expand(name: str, stack: tuple[str, ...]) -> str:
         def replace(match: re.Match[str]) -> str:

@@ -1,7 +1,10 @@
 """What a sample mirror holds on disk: its file names, the kinds of paper version, and the
 manifest (the ground truth tests check against).
 
-Written by :mod:`pipelines.ingest.sample.generator`, read by the server and by tests.
+Written by :mod:`pipelines.ingest.sample.generator`, read by the server and by tests. A
+mirror of the real corpus (:mod:`pipelines.ingest.sample.corpus`) has the same files; its
+manifest says ``"corpus": "stacks-project"`` (:func:`mirror_corpus` tells which) and has
+no generator ground truth, so :func:`load_manifest` refuses it.
 """
 
 from __future__ import annotations
@@ -52,6 +55,8 @@ CONTENT_TYPE_PDF = "application/pdf"
 
 BOMB_INFLATED_BYTES = 200 * 1024 * 1024
 MANIFEST_FORMAT = 1
+# What manifest.json's "corpus" says; the synthetic manifest predates the key and omits it.
+SYNTHETIC = "synthetic"
 
 ENTRIES_FILE = "entries.jsonl"
 MANIFEST_FILE = "manifest.json"
@@ -146,6 +151,13 @@ class Manifest:
 
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> Manifest:
+        if raw.get("corpus", SYNTHETIC) != SYNTHETIC:
+            # A mirror of the real corpus (sample.corpus) has no generator ground truth.
+            raise ValueError(
+                f"this mirror holds the {raw['corpus']!r} corpus, not the synthetic sample; "
+                "read it with pipelines.ingest.sample.corpus.load_corpus_manifest, or "
+                "rebuild it with sample.corpus: synthetic"
+            )
         if raw.get("format") != MANIFEST_FORMAT:
             raise ValueError(
                 f"manifest format {raw.get('format')!r} is not {MANIFEST_FORMAT}; "
@@ -182,6 +194,14 @@ def load_manifest(mirror_dir: Path) -> Manifest:
     if not path.is_file():
         raise FileNotFoundError(f"{path} not found; run mathembed sample first")
     return Manifest.from_json(read_json(path))
+
+
+def mirror_corpus(mirror_dir: Path) -> str:
+    """Which corpus the mirror in ``mirror_dir`` holds: ``synthetic`` or the real corpus's name."""
+    path = mirror_dir / MANIFEST_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found; run mathembed sample first")
+    return str(read_json(path).get("corpus", SYNTHETIC))
 
 
 def eprint_name(paper_id: str, version: int) -> str:

@@ -422,8 +422,9 @@ def test_run_graph_with_llm_params(
     io.write_parquet(
         paths.processed / "statements.parquet",
         pd.DataFrame(
-            {"statement_id": [], "paper_id": [], "kind": [], "name": [], "text": []}, dtype=str
-        ),
+            {"statement_id": [], "paper_id": [], "kind": [], "name": [], "text": [], "label": []},
+            dtype=str,
+        ).assign(terms=[], refs=[]),
     )
     params = GraphParams(
         extractor="llm",

@@ -65,6 +65,7 @@ META_KEYS = {
     "main_file",
     "source_sha256",
     "encoding",
+    "unresolved_includes",
     "fetched_at",
 }
 QUARANTINE_REASONS = {
@@ -466,6 +467,7 @@ def test_full_run_stores_every_kind_as_the_contract_says(
         assert meta["source_kind"] == "tex"
         assert meta["source_sha256"] == io.sha256_hex(source)
         assert meta["encoding"] == ("latin-1" if record.kind == "latin1" else "utf-8")
+        assert meta["unresolved_includes"] == []  # every generated \input is in the archive
         text = source.decode("utf-8")
         assert "\\documentclass" in text
         if record.kind == "tex_tar":

@@ -584,7 +584,7 @@ def sample_command(*arguments: str) -> Result:
 
 def test_command_line_generates_the_mirror_from_params(tmp_path: Path) -> None:
     params = tmp_path / "params.yaml"
-    params.write_text("sample:\n  n_papers: 25\n  seed: 3\n", encoding="utf-8")
+    params.write_text("sample:\n  corpus: synthetic\n  n_papers: 25\n  seed: 3\n", encoding="utf-8")
     result = sample_command("--params", str(params), "--root", str(tmp_path), "--no-progress")
     assert result.exit_code == 0
     out = result.stdout
@@ -606,7 +606,7 @@ def test_command_line_rejects_bad_params_with_a_message(tmp_path: Path) -> None:
     result = sample_command("--params", str(params), "--root", str(tmp_path))
     assert result.exit_code == 2
     assert "n_paper" in result.stderr
-    params.write_text("sample:\n  n_papers: 4\n", encoding="utf-8")
+    params.write_text("sample:\n  corpus: synthetic\n  n_papers: 4\n", encoding="utf-8")
     result = sample_command("--params", str(params), "--root", str(tmp_path))
     assert result.exit_code == 2
     assert "n_papers" in result.stderr

@@ -21,6 +21,7 @@ from pipelines.common import io
 from pipelines.common.config import PairsParams
 from pipelines.common.names import normalise_name
 from pipelines.common.paths import Paths
+from pipelines.common.tables import PAIR_KINDS, STATEMENTS_SCHEMA
 from pipelines.pairs.stage import (
     PairsResult,
     build_pairs,
@@ -33,6 +34,7 @@ from pipelines.pairs.stage import (
 )
 
 Tables = dict[str, pd.DataFrame]
+STATEMENT_COLUMNS = STATEMENTS_SCHEMA.names
 PARAMS = PairsParams(
     max_chunks_per_concept=3,
     max_edge_pairs=2,
@@ -42,6 +44,7 @@ PARAMS = PairsParams(
     validation_fraction=0.2,
     seed=13,
     qrels_scope="unnamed",
+    max_relevant_share=1.0,
 )
 
 
@@ -53,6 +56,7 @@ def generated(n_papers: int, n_concepts: int, *, seed: int = 3) -> Tables:
     statements: list[dict[str, Any]] = []
     mentions: list[dict[str, Any]] = []
     concept_papers: dict[str, set[str]] = {}
+    defined_in: dict[str, set[str]] = {}
     # No digits in names: the graph stage never makes such names (they read as numbering).
     names = [
         f"{WORDS[index % len(WORDS)].lower()} {letters(index)} object"
@@ -70,6 +74,7 @@ def generated(n_papers: int, n_concepts: int, *, seed: int = 3) -> Tables:
                 {
                     "chunk_id": chunk_id,
                     "paper_id": paper_id,
+                    "chunk_index": chunk_index,
                     "text": f"Passage {chunk_index} of {paper_id}: on the "
                     + " and the ".join(display_of(names[c]) for c in named)
                     + ".",
@@ -87,13 +92,17 @@ def generated(n_papers: int, n_concepts: int, *, seed: int = 3) -> Tables:
                         }
                     )
                     concept_papers.setdefault(names[concept], set()).add(paper_id)
+        defined_in.setdefault(names[about[0]], set()).add(f"{paper_id}v1#s000")
         statements.append(
             {
                 "statement_id": f"{paper_id}v1#s000",
                 "paper_id": paper_id,
                 "kind": "definition",
                 "name": display_of(names[about[0]]),
+                "label": "",
                 "text": f"A {display_of(names[about[0]])} is defined in {paper_id}.",
+                "refs": [],
+                "proof": "",
             }
         )
         statements.append(
@@ -102,7 +111,10 @@ def generated(n_papers: int, n_concepts: int, *, seed: int = 3) -> Tables:
                 "paper_id": paper_id,
                 "kind": "theorem",
                 "name": "",
+                "label": "",
                 "text": f"Everything in {paper_id} holds.",
+                "refs": [],
+                "proof": "",
             }
         )
     edges = []
@@ -127,6 +139,7 @@ def generated(n_papers: int, n_concepts: int, *, seed: int = 3) -> Tables:
             ],
             "aliases": [[f"{display_of(name)} alias"] for name in names],
             "papers": [sorted(concept_papers.get(name, ())) for name in names],
+            "statements": [sorted(defined_in.get(name, ())) for name in names],
         }
     )
     return {
@@ -271,7 +284,10 @@ def test_statement_named_like_a_held_out_concept_is_dropped() -> None:
                 "paper_id": "2401.00000",
                 "kind": "definition",
                 "name": alias.upper(),  # written differently, same key as the alias
+                "label": "",
                 "text": "A definition by another name.",
+                "refs": [],
+                "proof": "",
             }
         ]
     )
@@ -299,12 +315,13 @@ def test_exact_caps_on_a_small_graph() -> None:
             {
                 "chunk_id": chunk_ids,
                 "paper_id": ["2401.00001"] * 10,
+                "chunk_index": list(range(10)),
                 "text": [
                     f"Passage {index} on Dyck paths and Catalan numbers." for index in range(10)
                 ],
             }
         ),
-        "statements": pd.DataFrame(columns=["statement_id", "paper_id", "kind", "name", "text"]),
+        "statements": pd.DataFrame(columns=STATEMENT_COLUMNS),
         "concepts": pd.DataFrame(
             {
                 "name": ["catalan number", "dyck path"],
@@ -313,6 +330,7 @@ def test_exact_caps_on_a_small_graph() -> None:
                 "description": ["", "A lattice path above the axis."],
                 "aliases": [[], []],
                 "papers": [["2401.00001"], ["2401.00001"]],
+                "statements": [[], []],
             }
         ),
         "edges": pd.DataFrame(
@@ -534,8 +552,10 @@ def test_a_chunk_naming_the_concept_in_any_surface_form_is_not_an_unnamed_qrel()
     concept, always_named = "rogers ramanujan identity", "durfee square"
     tables: Tables = {
         "papers": pd.DataFrame({"paper_id": [f"2401.0000{index}" for index in range(1, 5)]}),
-        "chunks": pd.DataFrame(chunk_texts, columns=["chunk_id", "paper_id", "text"]),
-        "statements": pd.DataFrame(columns=["statement_id", "paper_id", "kind", "name", "text"]),
+        "chunks": pd.DataFrame(chunk_texts, columns=["chunk_id", "paper_id", "text"]).assign(
+            chunk_index=lambda frame: frame["chunk_id"].str[-4:].astype(int)
+        ),
+        "statements": pd.DataFrame(columns=STATEMENT_COLUMNS),
         "concepts": pd.DataFrame(
             {
                 "name": [always_named, concept],
@@ -544,6 +564,7 @@ def test_a_chunk_naming_the_concept_in_any_surface_form_is_not_an_unnamed_qrel()
                 "description": ["", ""],
                 "aliases": [[], []],
                 "papers": [["2401.00003", "2401.00004"], ["2401.00001", "2401.00002"]],
+                "statements": [[], []],
             }
         ),
         "edges": pd.DataFrame(columns=["source", "target", "relation", "papers"]),
@@ -597,7 +618,7 @@ def test_run_pairs_writes_tables_and_counts_that_add_up(tmp_path: Path, big: Tab
     assert counts["total"] == len(pairs) == report.pairs
     assert counts["by_kind"] == {
         kind: int((pairs["kind"] == kind).sum())
-        for kind in ("name", "description", "edge", "statement")
+        for kind in PAIR_KINDS
     }
     assert counts["by_split"] == {
         split: int((pairs["split"] == split).sum()) for split in ("train", "validation")

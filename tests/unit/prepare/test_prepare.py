@@ -187,6 +187,9 @@ def test_statements_have_stable_ids_kind_name_and_label(store: Path) -> None:
             "name": "Composition",
             "label": "thm:composition",
             "text": "Every composition is fine.",
+            "terms": [],
+            "refs": [],
+            "proof": "",
         },
         {
             "statement_id": "math/0501001v1#s000",
@@ -196,6 +199,9 @@ def test_statements_have_stable_ids_kind_name_and_label(store: Path) -> None:
             "name": "Lattice",
             "label": "thm:lattice",
             "text": "Every lattice is fine.",
+            "terms": [],
+            "refs": [],
+            "proof": "",
         },
     ]
 

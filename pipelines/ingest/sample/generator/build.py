@@ -49,7 +49,7 @@ def generate_mirror(
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
     try:
         manifest = _write_mirror(staging, plans, seed, n_papers, start, end, progress)
-        _swap_in(staging, out_dir)
+        swap_in(staging, out_dir)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -105,8 +105,8 @@ def _write_mirror(
                 "authors": list(meta.authors),
                 "categories": list(meta.categories),
                 "primary_category": meta.categories[0],
-                "published": _iso(plan.published),
-                "updated": _iso(version_plan.updated),
+                "published": iso_time(plan.published),
+                "updated": iso_time(version_plan.updated),
                 "comment": comment,
                 "withdrawn": kind == WITHDRAWN,
             }
@@ -139,7 +139,7 @@ def _plain(latex: str) -> str:
     return latex.replace("---", "—").replace("--", "-").replace("\\%", "%").replace("~", " ")
 
 
-def _swap_in(staging: Path, out_dir: Path) -> None:
+def swap_in(staging: Path, out_dir: Path) -> None:
     """Replace ``out_dir`` by ``staging`` with two renames; the old tree is then deleted."""
     old: Path | None = None
     if out_dir.exists():
@@ -150,5 +150,5 @@ def _swap_in(staging: Path, out_dir: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-def _iso(moment: datetime) -> str:
+def iso_time(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -34,7 +34,7 @@ def _gzip(data: bytes) -> bytes:
     return gzip.compress(data, compresslevel=6, mtime=0)
 
 
-def _tar_gz(members: Sequence[tarfile.TarInfo | tuple[str, bytes]], mtime: int) -> bytes:
+def tar_gz(members: Sequence[tarfile.TarInfo | tuple[str, bytes]], mtime: int) -> bytes:
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w", format=tarfile.GNU_FORMAT) as archive:
         for member in members:
@@ -120,7 +120,7 @@ def package_eprint(
             ("README.txt", b"Source files are available from the authors on request.\n"),
         ]
         names: tuple[str, ...] = ("paper.pdf", "figure1.png", "README.txt")
-        return Eprint(_tar_gz(loose, mtime), CONTENT_TYPE_TAR, "gzip", None, names)
+        return Eprint(tar_gz(loose, mtime), CONTENT_TYPE_TAR, "gzip", None, names)
     assert source is not None
     if kind in (TEX_GZ, LATIN1):
         text = source.files[source.main_name]
@@ -157,7 +157,7 @@ def package_eprint(
     rng.shuffle(members)
     members += extra
     names = tuple(m.name if isinstance(m, tarfile.TarInfo) else m[0] for m in members)
-    data = _tar_gz(members, mtime)
+    data = tar_gz(members, mtime)
     if kind == TRUNCATED_GZIP:
         data = data[: len(data) // 2]
     return Eprint(data, CONTENT_TYPE_TAR, "gzip", source.main_name, names)

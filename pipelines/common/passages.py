@@ -1,0 +1,47 @@
+"""Where a statement sits among its paper's passages (prepare cuts both from one text)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+
+# The start of a statement searched for first: long enough to be specific...
+PROBE_CHARS = 50
+# ... and a statement shorter than this is not looked for at all.
+MIN_PROBE_CHARS = 20
+
+
+def _flat(text: str) -> str:
+    # Passages keep paragraph breaks, statements are one line: compare both flattened.
+    return " ".join(text.split())
+
+
+class PassageFinder:
+    """Finds, among one paper's passages, the one holding a statement (or a proof)."""
+
+    def __init__(self, chunks: Iterable[tuple[str, str]]) -> None:
+        """``chunks``: ``(chunk_id, text)`` in paper order."""
+        self._chunks = [(chunk_id, _flat(text)) for chunk_id, text in chunks]
+
+    def find(self, text: str) -> str:
+        """The id of the passage holding the most of the start of ``text``, or "".
+
+        Many statements open alike ("Let $S$ be a scheme. Let $X$ be ..."), so the first
+        passage holding the opening words is often not the statement's: every place the
+        opening occurs is extended as far as it agrees with ``text``, and the longest
+        agreement wins (the earliest passage on a tie).
+        """
+        flat = _flat(text)
+        probe = flat[:PROBE_CHARS]
+        if len(probe) < MIN_PROBE_CHARS:
+            return ""
+        best, best_length = "", 0
+        for chunk_id, chunk_text in self._chunks:
+            start = chunk_text.find(probe)
+            while start >= 0:
+                window = chunk_text[start : start + len(flat)]
+                length = len(os.path.commonprefix([window, flat]))
+                if length > best_length:
+                    best, best_length = chunk_id, length
+                start = chunk_text.find(probe, start + 1)
+        return best

@@ -1,0 +1,361 @@
+"""The demo's real corpus as an arXiv-protocol mirror: one paper per Stacks Project chapter.
+
+``build_corpus_mirror(out_dir, corpus_dir)`` writes the same layout as the synthetic
+generator (:mod:`pipelines.ingest.sample.generator`), so the same
+:class:`~pipelines.ingest.sample.server.MirrorServer` serves it and ``mathembed ingest``
+fetches it over HTTP exactly as from arXiv:
+
+``entries.jsonl``
+    One listing entry per chapter: the title from ``\\title{...}``, a plain-text summary
+    (the first sentences of the chapter's Introduction), authors ``The Stacks project
+    authors``, category ``math.AG``, version 1, dates spread evenly over the window.
+``e-print/<safe_name(paper_id)>v1`` (+ ``.json`` sidecar)
+    A gzip'd tar of ``<chapter>.tex`` and ``preamble.tex``, as the chapters are laid out
+    (a chapter starts with ``\\input{preamble}``, and ``preamble.tex`` holds
+    ``\\documentclass``). Fixed member metadata and gzip headers without a time stamp, so
+    the same files give the same bytes and DVC's hash of ``data/mirror`` stays put.
+``manifest.json``
+    ``"corpus": "stacks-project"``, and per paper its chapter file and that file's
+    SHA-256, so a test can trace a stored paper back to the copied chapter.
+
+Paper ids are old-style ids in an archive arXiv does not have (``stacks/2607001``, ... in
+chapter-name order; 2607 is the corpus commit's year and month): valid for every arXiv id
+pattern the pipeline checks, and never mistakable for a real arXiv paper. The book's
+``chapters.tex`` (a table of chapters, not mathematics) is not copied, so ingest records
+each chapter's ``\\input{chapters}`` as an unresolved include.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import tempfile
+import unicodedata
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
+from pathlib import Path
+from typing import Any
+
+from pipelines.common.io import read_json
+from pipelines.ingest.sample.generator.build import iso_time, swap_in
+from pipelines.ingest.sample.generator.packaging import tar_gz
+from pipelines.ingest.sample.manifest import (
+    CONTENT_TYPE_TAR,
+    ENTRIES_FILE,
+    EPRINT_DIR,
+    MANIFEST_FILE,
+    eprint_name,
+)
+
+CORPUS = "stacks-project"
+# Relative to the project root (``--root``); dvc.yaml's sample stage depends on it.
+CORPUS_DIR = Path("corpora") / CORPUS
+PREAMBLE = "preamble.tex"
+AUTHORS = ("The Stacks project authors",)
+CATEGORY = "math.AG"  # one of ingest.categories
+ID_ARCHIVE = "stacks"  # no such arXiv archive: these ids cannot clash with real papers
+ID_YYMM = "2607"  # the corpus commit's month (2026-07)
+CORPUS_MANIFEST_FORMAT = 1
+SUMMARY_CHARS = 600
+STACKS_URL = "https://stacks.math.columbia.edu"
+
+
+# -- the manifest ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChapterRecord:
+    """One paper of the real-corpus mirror and the chapter it was built from."""
+
+    paper_id: str
+    version: int
+    chapter: str  # the chapter's file name in the corpus folder, "categories.tex"
+    chapter_sha256: str
+    title: str
+    updated: str
+    eprint: str  # path relative to the mirror folder
+    content_type: str
+    encoding: str
+    main_file: str  # the chapter: ingest must pick it, not preamble.tex
+    files: tuple[str, ...]
+
+    @property
+    def versioned_id(self) -> str:
+        return f"{self.paper_id}v{self.version}"
+
+
+@dataclass(frozen=True)
+class CorpusManifest:
+    corpus: str
+    start: str
+    end: str
+    versions: tuple[ChapterRecord, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": CORPUS_MANIFEST_FORMAT,
+            "corpus": self.corpus,
+            "window": {"start": self.start, "end": self.end},
+            "counts": {"papers": len(self.versions), "versions": len(self.versions)},
+            "versions": [
+                {
+                    "paper_id": record.paper_id,
+                    "version": record.version,
+                    "chapter": record.chapter,
+                    "chapter_sha256": record.chapter_sha256,
+                    "title": record.title,
+                    "updated": record.updated,
+                    "eprint": record.eprint,
+                    "content_type": record.content_type,
+                    "encoding": record.encoding,
+                    "main_file": record.main_file,
+                    "files": list(record.files),
+                }
+                for record in self.versions
+            ],
+        }
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> CorpusManifest:
+        if raw.get("corpus") != CORPUS or raw.get("format") != CORPUS_MANIFEST_FORMAT:
+            raise ValueError(
+                f"manifest holds corpus {raw.get('corpus', 'synthetic')!r} (format "
+                f"{raw.get('format')!r}), not {CORPUS!r} format {CORPUS_MANIFEST_FORMAT}; "
+                f"rebuild the mirror with mathembed sample (sample.corpus: {CORPUS})"
+            )
+        versions = tuple(
+            ChapterRecord(**{**item, "files": tuple(item["files"])}) for item in raw["versions"]
+        )
+        window = raw["window"]
+        return cls(raw["corpus"], window["start"], window["end"], versions)
+
+
+def load_corpus_manifest(mirror_dir: Path) -> CorpusManifest:
+    """Read the ``manifest.json`` of a mirror built by :func:`build_corpus_mirror`."""
+    path = mirror_dir / MANIFEST_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found; run mathembed sample first")
+    return CorpusManifest.from_json(read_json(path))
+
+
+# -- pure parts -----------------------------------------------------------------------
+
+
+def corpus_chapters(corpus_dir: Path) -> tuple[str, ...]:
+    """The chapter files of ``corpus_dir``: every ``.tex`` but the preamble, by name."""
+    if not corpus_dir.is_dir():
+        raise FileNotFoundError(
+            f"{corpus_dir} not found: the real corpus is part of the checkout "
+            f"({CORPUS_DIR}); run from the project root (or pass --root), or set "
+            "sample.corpus: synthetic"
+        )
+    if not (corpus_dir / PREAMBLE).is_file():
+        raise FileNotFoundError(f"{corpus_dir / PREAMBLE} not found: every chapter inputs it")
+    chapters = tuple(
+        sorted(path.name for path in corpus_dir.glob("*.tex") if path.name != PREAMBLE)
+    )
+    if not chapters:
+        raise FileNotFoundError(f"{corpus_dir} holds no chapter (.tex besides {PREAMBLE})")
+    return chapters
+
+
+def chapter_paper_id(position: int) -> str:
+    """The paper id of the ``position``-th chapter (from 1): ``stacks/2607001``."""
+    if not 1 <= position <= 999:
+        raise ValueError(f"chapter position {position} is outside 1..999")
+    return f"{ID_ARCHIVE}/{ID_YYMM}{position:03d}"
+
+
+def spread_times(count: int, start: date, end: date) -> list[datetime]:
+    """``count`` distinct times (UTC, to the minute), one in the middle of each of ``count``
+    equal slots of ``start`` 00:00 .. ``end`` 24:00, so none sits on the window's edge."""
+    if end < start:
+        raise ValueError(f"sample.end_date {end} is before sample.start_date {start}")
+    first = datetime.combine(start, time(), tzinfo=UTC)
+    window = (datetime.combine(end, time(), tzinfo=UTC) + timedelta(days=1) - first).total_seconds()
+    if window / 60 < count:
+        raise ValueError(f"the window {start}..{end} is too short for {count} papers")
+    return [
+        first + timedelta(minutes=int((index + 0.5) * window / count) // 60)
+        for index in range(count)
+    ]
+
+
+_TITLE = re.compile(r"\\title\s*\{(?P<title>[^{}]*(?:\{[^{}]*\}[^{}]*)*)\}")
+_BEGIN_DOCUMENT = re.compile(r"\\begin\s*\{document\}")
+_INTRODUCTION = re.compile(r"\\section\*?\s*\{Introduction\}")
+_SECTIONING = re.compile(r"\\(?:sub)*section\*?\s*\{|\\begin\s*\{|\\end\s*\{document\}")
+_MATH = re.compile(r"(\$\$.*?\$\$|\$[^$]*\$)", re.DOTALL)
+_REF_MARK = "\x00"  # where a \ref stood, until the summary drops its sentence
+_ACCENTS = {"'": "\u0301", "`": "\u0300", '"': "\u0308", "^": "\u0302", "~": "\u0303"}
+
+
+def chapter_title(tex: str, fallback: str) -> str:
+    """The chapter's ``\\title{...}`` as plain text, else ``fallback``."""
+    match = _TITLE.search(_without_comments(tex))
+    title = latex_to_plain(match["title"]) if match else ""
+    return title or fallback
+
+
+def chapter_summary(tex: str, max_chars: int = SUMMARY_CHARS) -> str:
+    """A short plain-text abstract: the first sentences of the chapter's Introduction
+    (else of its text), LaTeX removed, math kept as ``$...$`` as arXiv abstracts do."""
+    text = _without_comments(tex)
+    introduction = _INTRODUCTION.search(text)
+    begin = _BEGIN_DOCUMENT.search(text)
+    if introduction is not None:
+        body = text[introduction.end() :]
+    else:
+        body = text[begin.end() :] if begin is not None else text
+    stop = _SECTIONING.search(body)
+    plain = _plain_with_refs(body[: stop.start()] if stop else body)
+    summary = ""
+    for sentence in re.split(r"(?<=[.!?])\s+(?=[A-Z])", plain):
+        if _REF_MARK in sentence:
+            continue  # "see Section 3.2" would read "see Section": leave the sentence out
+        if summary and len(summary) + 1 + len(sentence) > max_chars:
+            break
+        summary = f"{summary} {sentence}".strip()
+    return summary[:max_chars].strip()
+
+
+def latex_to_plain(latex: str) -> str:
+    """Prose LaTeX → plain text for metadata: markup, labels and references dropped,
+    citations as ``[key]``, accents composed, inline math kept as written."""
+    text = " ".join(_plain_with_refs(latex).replace(_REF_MARK, " ").split())
+    return text.replace(" .", ".").replace(" ,", ",")
+
+
+def _plain_with_refs(latex: str) -> str:
+    # Math is kept as written (whitespace collapsed); only the prose between is cleaned.
+    parts = _MATH.split(latex)
+    text = "".join(part if index % 2 else _plain_prose(part) for index, part in enumerate(parts))
+    return unicodedata.normalize("NFC", " ".join(text.split()).replace(" ,", ","))
+
+
+def _plain_prose(text: str) -> str:
+    text = re.sub(r"\\label\s*\{[^{}]*\}", "", text)
+    text = re.sub(r"\\cite\s*(?:\[[^\]]*\])?\s*\{([^{}]*)\}", r"[\1]", text)
+    text = re.sub(r"\\(?:ref|eqref)\s*\{[^{}]*\}", _REF_MARK, text)
+    text = re.sub(
+        r"\\([\'`\"^~])\s*\{?([A-Za-z])\}?",
+        lambda match: match[2] + _ACCENTS[match[1]],
+        text,
+    )
+    text = re.sub(r"\{\\(?:it|em|bf|sl|sc|rm|tt)\s+", "{", text)
+    text = re.sub(r"\\(?:emph|textit|textbf|textsl|textrm|texttt|text)\s*\{", "{", text)
+    text = text.replace("~", " ").replace("---", "\u2014").replace("--", "-")
+    text = re.sub(r"\\[A-Za-z]+\*?", " ", text)  # \noindent, \S and the like
+    return text.replace("\\", "").replace("{", "").replace("}", "")
+
+
+def _without_comments(tex: str) -> str:
+    return "\n".join(re.sub(r"(?<!\\)%.*", "", line) for line in tex.splitlines())
+
+
+def package_chapter(chapter: str, chapter_bytes: bytes, preamble_bytes: bytes, mtime: int) -> bytes:
+    """The chapter's e-print: a gzip'd tar of the chapter and the preamble, byte-stable."""
+    return tar_gz([(chapter, chapter_bytes), (PREAMBLE, preamble_bytes)], mtime)
+
+
+# -- the mirror on disk ---------------------------------------------------------------
+
+
+def build_corpus_mirror(
+    out_dir: Path,
+    corpus_dir: Path,
+    *,
+    start: date,
+    end: date,
+    chapters: Sequence[str] | None = None,
+) -> CorpusManifest:
+    """Write the real-corpus mirror to ``out_dir`` (replacing it) and return its manifest.
+
+    ``chapters`` (file names in ``corpus_dir``) default to all of them; their order sets
+    the paper ids and dates.
+    """
+    names = tuple(chapters) if chapters is not None else corpus_chapters(corpus_dir)
+    missing = [name for name in (*names, PREAMBLE) if not (corpus_dir / name).is_file()]
+    if missing:
+        raise FileNotFoundError(f"{corpus_dir} lacks {', '.join(missing)}")
+    times = spread_times(len(names), start, end)
+    out_dir = out_dir.resolve()
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    try:
+        manifest = _write_corpus_mirror(staging, corpus_dir, names, times, start, end)
+        swap_in(staging, out_dir)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return manifest
+
+
+def _write_corpus_mirror(
+    folder: Path,
+    corpus_dir: Path,
+    chapters: Sequence[str],
+    times: Sequence[datetime],
+    start: date,
+    end: date,
+) -> CorpusManifest:
+    eprints = folder / EPRINT_DIR
+    eprints.mkdir()
+    preamble = (corpus_dir / PREAMBLE).read_bytes()
+    entries: list[str] = []
+    records: list[ChapterRecord] = []
+    for position, (chapter, moment) in enumerate(zip(chapters, times, strict=True), 1):
+        paper_id = chapter_paper_id(position)
+        raw = (corpus_dir / chapter).read_bytes()
+        # Only the metadata is read from the text; the e-print carries the bytes unchanged,
+        # so a chapter that is not UTF-8 still reaches ingest as it is.
+        tex = raw.decode("utf-8", errors="replace")
+        stem = chapter.removesuffix(".tex")
+        title = chapter_title(tex, fallback=stem)
+        name = eprint_name(paper_id, 1)
+        (eprints / name).write_bytes(
+            package_chapter(chapter, raw, preamble, int(moment.timestamp()))
+        )
+        sidecar = {"content_type": CONTENT_TYPE_TAR, "encoding": "gzip"}
+        (eprints / f"{name}.json").write_text(
+            json.dumps(sidecar, sort_keys=True) + "\n", encoding="utf-8"
+        )
+        entry = {
+            "paper_id": paper_id,
+            "version": 1,
+            "title": title,
+            "summary": chapter_summary(tex),
+            "authors": list(AUTHORS),
+            "categories": [CATEGORY],
+            "primary_category": CATEGORY,
+            "published": iso_time(moment),
+            "updated": iso_time(moment),
+            "comment": f"Chapter {stem} of the Stacks Project ({STACKS_URL}), GNU FDL 1.2",
+            "withdrawn": False,
+        }
+        entries.append(json.dumps(entry, ensure_ascii=False, sort_keys=True))
+        records.append(
+            ChapterRecord(
+                paper_id=paper_id,
+                version=1,
+                chapter=chapter,
+                chapter_sha256=hashlib.sha256(raw).hexdigest(),
+                title=title,
+                updated=iso_time(moment),
+                eprint=f"{EPRINT_DIR}/{name}",
+                content_type=CONTENT_TYPE_TAR,
+                encoding="gzip",
+                main_file=chapter,
+                files=(chapter, PREAMBLE),
+            )
+        )
+    (folder / ENTRIES_FILE).write_text("\n".join(entries) + "\n", encoding="utf-8")
+    manifest = CorpusManifest(CORPUS, start.isoformat(), end.isoformat(), tuple(records))
+    (folder / MANIFEST_FILE).write_text(
+        json.dumps(manifest.to_json(), indent=1, sort_keys=True, ensure_ascii=False) + "\n",
+        encoding="utf-8",
+    )
+    return manifest
