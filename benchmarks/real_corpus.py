@@ -37,8 +37,9 @@ LABEL_SAMPLE_SIZE = 200
 LABEL_SEED = 20261124
 #: Files of the book that are not mathematics (licence, bibliography, tables of contents).
 NOT_MATHEMATICS = frozenset(
-    "preamble fdl bibliography chapters obsolete index introduction conventions coding "
-    "desirables guide examples examples-defos examples-stacks".split()
+    {"preamble", "fdl", "bibliography", "chapters", "obsolete", "index", "introduction"}
+    | {"conventions", "coding", "desirables", "guide", "examples", "examples-defos"}
+    | {"examples-stacks"}
 )
 
 _DEFINITION = re.compile(r"\\begin\{definition\}(.*?)\\end\{definition\}", re.S)
@@ -103,12 +104,16 @@ def label_sample(names: Iterable[str], size: int = LABEL_SAMPLE_SIZE) -> list[st
     """The concepts whose labels measure precision: the ``size`` names with the smallest
     ``sha256(seed:name)``. A random draw, and a stable one: when the extractor changes, only
     the names it adds or removes enter or leave the sample, so the labels keep serving."""
-    return sorted(set(names), key=lambda name: hashlib.sha256(f"{LABEL_SEED}:{name}".encode()).digest())[:size]
+    return sorted(
+        set(names), key=lambda name: hashlib.sha256(f"{LABEL_SEED}:{name}".encode()).digest()
+    )[:size]
 
 
 def read_labels(path: Path = LABELS_FILE) -> dict[str, bool]:
     """``name -> is a mathematical concept`` from the labels file (``#`` lines are comments)."""
-    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if not line.startswith("#")]
+    lines = [
+        line for line in path.read_text(encoding="utf-8").splitlines() if not line.startswith("#")
+    ]
     return {row["name"]: row["label"] == "1" for row in csv.DictReader(lines)}
 
 
@@ -165,8 +170,26 @@ def marked_terms(latex: str) -> list[str]:
 
 
 _ACCENT = re.compile(r"\\['`^\"~=.uvHc]\s*\{?([A-Za-z])\}?")
-_ARTICLES = frozenset("a an the".split())
-_TRAILING = frozenset("of at over to on for in with by from and or the a an".split())
+_ARTICLES = frozenset(["a", "an", "the"])
+_TRAILING = frozenset(
+    [
+        "of",
+        "at",
+        "over",
+        "to",
+        "on",
+        "for",
+        "in",
+        "with",
+        "by",
+        "from",
+        "and",
+        "or",
+        "the",
+        "a",
+        "an",
+    ]
+)
 
 
 def reference_name(term: str) -> str:

@@ -34,6 +34,7 @@ SLOW_UNIT_TESTS = (
     "unit/promote/test_registry.py",
     "unit/search",
     "unit/common/test_models.py",
+    "quality",
 )
 
 

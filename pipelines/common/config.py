@@ -225,6 +225,7 @@ class PairsParams(_Section):
     # A query with more of the corpus relevant than this is no test of retrieval: left out.
     max_relevant_share: Annotated[float, Range(0, 1, low_open=True)] = FROM_PARAMS_YAML
     hard_negatives: bool = FROM_PARAMS_YAML
+    max_structure_pairs: Annotated[int, Range(0)] = FROM_PARAMS_YAML  # 0: none
 
 
 @dataclass(frozen=True)

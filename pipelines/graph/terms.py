@@ -40,10 +40,15 @@ DISCOURSE_WORDS = word_set(
     remark example exercise proof equality inequality above-mentioned aforementioned
     assertion axiom axioms
     satisfies satisfy satisfying has have having is are be being was were covers cover
-    holds hold denote denotes denoted write written"""
+    holds hold denote denotes denoted write written priori posteriori"""
 )
 #: Prepositions and articles a marked term may trail ("scheme over $S$" -> "scheme over").
-_TRAILING = word_set("of at over to on for in with by from and or the a an associated")
+_TRAILING = word_set(
+    "of at over to on for in with by from and or the a an associated relative respect along "
+    "value values"
+)
+# "flat (resp. faithfully flat)": two terms in one emphasis; the first is kept.
+_RESPECTIVELY = re.compile(r"\s*\(?\s*\bresp\b\.?.*$", re.IGNORECASE)
 #: Weak evidence: a single word at least this common in English (wordfreq's Zipf scale:
 #: 4 = once per 10^5 words; "choice" 5.1, "latter" 4.6, "exact" 4.5) is an everyday word.
 COMMON_WORD_ZIPF = 4.0
@@ -62,7 +67,7 @@ def defined_term(raw: str) -> str | None:
     the first standalone formula, less trailing prepositions: "local ring", "structure
     sheaf". Math hyphenated onto a word stays ("$R$-module").
     """
-    text = " ".join(raw.split())
+    text = _RESPECTIVELY.sub("", " ".join(raw.split()))
     text = _LEADING_MATH.sub("", text)
     cut = _STANDALONE_MATH.search(text)
     if cut is not None:

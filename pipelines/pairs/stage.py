@@ -321,24 +321,27 @@ def build_pairs(
         candidates.append((stated, text, "statement", normalise_name(stated), statement_id))
 
     # The papers' own structure: a statement leads to its proof, and a statement (with its
-    # proof) to the statements it cites.
+    # proof) to the statements it cites; at most max_structure_pairs of them (a stable draw).
     text_of_statement = dict(
         zip(statements["statement_id"].tolist(), statements["text"].tolist(), strict=True)
     )
     paper_of_statement = dict(
         zip(statements["statement_id"].tolist(), statements["paper_id"].tolist(), strict=True)
     )
+    structural: list[tuple[str, str, str, str, str]] = []
     for statement_id, proof in sorted(structure.proof_of.items()):
         if paper_of_statement[statement_id] in unseen:
             continue
         anchor = text_of_statement[statement_id]
-        candidates.append((anchor, proof, "proof", statement_id, statement_id))
+        structural.append((anchor, proof, "proof", statement_id, statement_id))
     for statement_id, cited in sorted(structure.cited.items()):
         for target in cited:
             if paper_of_statement[target] in unseen:
                 continue
             anchor = text_of_statement[statement_id]
-            candidates.append((anchor, text_of_statement[target], "citation", statement_id, target))
+            structural.append((anchor, text_of_statement[target], "citation", statement_id, target))
+    structural.sort(key=lambda pair: _digest(f"{params.seed}:{pair[2]}:{pair[3]}:{pair[4]}"))
+    candidates += structural[: params.max_structure_pairs]
 
     kept: list[tuple[str, str, str, str, str]] = []
     seen_pairs: set[tuple[str, str]] = set()

@@ -233,3 +233,41 @@ def chunk_text(text: str, chunk_chars: int, overlap_chars: int, min_chunk_chars:
         for start, end in chunk_spans(text, chunk_chars, overlap_chars, min_chunk_chars)
         if end - start >= min_chunk_chars
     ]
+
+
+def block_spans(
+    text: str,
+    starts: tuple[int, ...],
+    chunk_chars: int,
+    overlap_chars: int,
+    min_chunk_chars: int = 0,
+) -> list[tuple[int, int]]:
+    """Passage boundaries in ``text`` that begin where its blocks begin.
+
+    ``starts`` are where theorem-like blocks (a statement with its proof, a remark) begin.
+    Consecutive blocks are packed into one passage while it stays within ``chunk_chars``; a
+    block longer than that is cut by :func:`chunk_spans`, and a block shorter than
+    ``min_chunk_chars`` joins its neighbour. So a definition opens its passage (what an
+    embedding with a token limit reads first) instead of sitting in the middle of one.
+    Without ``starts`` this is :func:`chunk_spans`.
+    """
+    bounds = sorted({0, len(text), *(start for start in starts if 0 < start < len(text))})
+    packed: list[tuple[int, int]] = []
+    for start, end in zip(bounds, bounds[1:], strict=False):
+        fits = bool(packed) and end - packed[-1][0] <= chunk_chars
+        # A block (or a run of text before the first block) too short to be a passage joins
+        # its neighbour rather than being dropped.
+        tiny = bool(packed) and min(end - start, packed[-1][1] - packed[-1][0]) < min_chunk_chars
+        if fits or tiny:
+            packed[-1] = (packed[-1][0], end)
+        else:
+            packed.append((start, end))
+    spans: list[tuple[int, int]] = []
+    for start, end in packed:
+        spans += [
+            (start + low, start + high)
+            for low, high in chunk_spans(
+                text[start:end], chunk_chars, overlap_chars, min_chunk_chars
+            )
+        ]
+    return spans

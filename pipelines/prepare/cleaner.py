@@ -20,7 +20,8 @@ one ``source.tex``; it runs, in order:
    cleaned text than :data:`MAX_CLEANED_CHARS`;
 5. **conversion**: one linear pass over the body turns math into ``$…$``, drops
    formatting, layout and references, splits sections and collects statements
-   (:mod:`pipelines.prepare.converter`);
+   (:mod:`pipelines.prepare.converter`); passages begin where theorem-like blocks begin
+   (:func:`~pipelines.prepare.chunker.block_spans`);
 6. **whitespace**: paragraphs are separated by exactly one blank line; inside a
    paragraph every whitespace run is one space.
 
@@ -38,7 +39,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from pipelines.prepare.chunker import Chunk, chunk_spans
+from pipelines.prepare.chunker import Chunk, block_spans
 from pipelines.prepare.converter import Converter, Section
 from pipelines.prepare.macros import (
     Definitions,
@@ -51,7 +52,7 @@ from pipelines.prepare.statements import Statement
 
 # Bump when the cleaner's output changes, so that cached per-paper outputs are redone.
 # 2: macro bombs and over-long papers are fatal (quarantined); 3: statements carry their
-# defined terms, cited labels and proof
+# defined terms, cited labels and proof, and passages begin at theorem-like blocks
 CLEANER_VERSION = "3"
 BINARY_FRACTION = 0.01  # more control/replacement characters than this → not LaTeX
 # Cleaned text per paper, at most: ~1,500 pages of prose, more than any real e-print (a long
@@ -107,7 +108,10 @@ def prepare_document(
     chunks: list[Chunk] = []
     dropped = 0
     for section in cleaned.sections:
-        for start, end in chunk_spans(section.text, chunk_chars, overlap_chars, min_chunk_chars):
+        spans = block_spans(
+            section.text, section.starts, chunk_chars, overlap_chars, min_chunk_chars
+        )
+        for start, end in spans:
             if end - start >= min_chunk_chars:
                 chunks.append(Chunk(section.title, section.text[start:end]))
             else:

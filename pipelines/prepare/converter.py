@@ -93,10 +93,31 @@ _CAPTION = re.compile(r"\\caption\*?(?![A-Za-z@])")
 
 @dataclass(frozen=True)
 class Section:
-    """A top-level section's title ("" before the first ``\\section``) and cleaned text."""
+    """A top-level section's title ("" before the first ``\\section``) and cleaned text.
+
+    ``starts``: where in ``text`` each theorem-like block (a statement with its proof, a
+    remark, an example) begins, so passages can begin there too.
+    """
 
     title: str
     text: str
+    starts: tuple[int, ...] = ()
+
+
+#: Marks a theorem-like block's start in the output: a private-use character (not
+#: whitespace, so paragraph normalisation keeps it) that sanitise removes from every source;
+#: removed from every text the converter returns.
+BLOCK_MARK = "\ue000"
+
+
+def _unmarked(text: str) -> tuple[str, tuple[int, ...]]:
+    """``text`` without block marks, and where they were."""
+    pieces = text.split(BLOCK_MARK)
+    starts, offset = [], len(pieces[0])
+    for piece in pieces[1:]:
+        starts.append(offset)
+        offset += len(piece)
+    return "".join(pieces), tuple(starts)
 
 
 def clean_inline(text: str) -> str:
@@ -222,9 +243,9 @@ class Converter:
         marks = [*self._section_marks, (len(self._out), "")]
         sections = []
         for (start, title), (end, _next) in zip(marks, marks[1:], strict=False):
-            text = normalise_whitespace("".join(self._out[start:end]))
+            text, starts = _unmarked(normalise_whitespace("".join(self._out[start:end])))
             if text or title:
-                sections.append(Section(title, text))
+                sections.append(Section(title, text, starts))
         return tuple(sections)
 
     def statements(self) -> tuple[Statement, ...]:
@@ -415,14 +436,16 @@ class Converter:
             heading = (
                 statement_name if name.rstrip("*") == "proof" else f"{title} ({statement_name})"
             )
-        self._out.append(f"\n\n{heading}. ")
+        is_proof = name.rstrip("*") == "proof"
+        # A proof stays in its statement's block; anything else theorem-like starts one.
+        self._out.append(f"\n\n{'' if is_proof else BLOCK_MARK}{heading}. ")
         index = -1
         kind = statement_kind(title)
         if kind is not None:
             index = len(self._statements)
             self._statements.append(_PendingStatement(kind, statement_name))
         proof_of = -1
-        if name.rstrip("*") == "proof" and self._statements:
+        if is_proof and self._statements:
             # A proof proves the statement just before it (its first proof only).
             last = self._statements[-1]
             if not last.proof and not last.proof_open and last.text is not None:
@@ -450,13 +473,16 @@ class Converter:
     def _close(self, environment: _OpenEnvironment) -> None:
         if environment.statement >= 0:
             pending = self._statements[environment.statement]
-            pending.text = normalise_whitespace("".join(self._out[environment.text_start :]))
+            pending.text = self._written_since(environment.text_start)
             pending.label = environment.label
         if environment.proof_of >= 0:
             proved = self._statements[environment.proof_of]
-            proved.proof = normalise_whitespace("".join(self._out[environment.text_start :]))
+            proved.proof = self._written_since(environment.text_start)
         if environment.closer:
             self._out.append(environment.closer)
+
+    def _written_since(self, start: int) -> str:
+        return normalise_whitespace("".join(self._out[start:]).replace(BLOCK_MARK, ""))
 
     def _close_all(self) -> None:
         while self._environments:

@@ -22,7 +22,8 @@ def name_set(spaced: str) -> frozenset[str]:
 
 # --------------------------------------------------------------------------- small passes
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f\ufffd]")
+# U+E000 too: the converter's own block mark (pipelines.prepare.converter.BLOCK_MARK).
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f\ufffd\ue000]")
 
 
 def sanitise(source: str) -> tuple[str, int]:

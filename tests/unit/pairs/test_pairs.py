@@ -21,7 +21,7 @@ from pipelines.common import io
 from pipelines.common.config import PairsParams
 from pipelines.common.names import normalise_name
 from pipelines.common.paths import Paths
-from pipelines.common.tables import PAIR_KINDS, STATEMENTS_SCHEMA
+from pipelines.common.tables import PAIR_KINDS, PAIRS_SCHEMA, STATEMENTS_SCHEMA
 from pipelines.pairs.stage import (
     PairsResult,
     build_pairs,
@@ -608,7 +608,7 @@ def test_run_pairs_writes_tables_and_counts_that_add_up(tmp_path: Path, big: Tab
     pairs = io.read_parquet(paths.training / "pairs.parquet")
     queries = io.read_parquet(paths.eval / "queries.parquet")
     qrels = io.read_parquet(paths.eval / "qrels.parquet")
-    assert list(pairs.columns) == ["anchor", "positive", "kind", "concept", "positive_id", "split"]
+    assert list(pairs.columns) == PAIRS_SCHEMA.names
     assert list(queries.columns) == ["query_id", "concept", "text"]
     assert list(qrels.columns) == ["query_id", "chunk_id", "grade", "unseen"]
     data = json.loads((paths.metrics / "data.json").read_text())
