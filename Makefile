@@ -84,7 +84,7 @@ repro: build ## run the pipeline (dvc repro: data, validate, train, evaluate) on
 # data stages → validate → train → evaluate → promote → dvc push) on the sample mirror,
 # then what it produced, the registry and a search with the champion. A second run finds
 # no new papers and ends early ("Nothing to do").
-DEMO_QUERY ?= Rogers-Ramanujan identities
+DEMO_QUERY ?= Zariski covering
 demo: build ## the nightly flow once on the sample mirror, then its results and a search
 	$(VENV)/bin/mathembed nightly
 	@$(VENV)/bin/mathembed summary

@@ -1,14 +1,40 @@
 """Small hand-built tables for the data-quality report tests: ``valid_tables`` meets every
-expectation of the chunks and pairs suites; ``broken_tables`` breaks one of each family."""
+expectation of the chunks, pairs and eval_set suites (under :data:`REPORT_PARAMS`);
+``broken_tables`` breaks one of each family."""
 
 from __future__ import annotations
 
 import pandas as pd
 
+from pipelines.common.config import ValidateParams
+
 Tables = dict[str, pd.DataFrame]
 
 CATEGORIES = ("math.CO", "math.NT", "math.AT")
 KINDS = ("name", "description", "edge", "statement")
+N_QUERIES = 4
+#: The eval set's bounds for these tables: a handful of queries over 18 passages.
+REPORT_PARAMS = ValidateParams(min_queries=N_QUERIES, max_query_relevant_share=0.2)
+
+
+def eval_tables(chunk_ids: list[str], n_queries: int = N_QUERIES) -> Tables:
+    """Queries for held-out concepts, each with a defining passage and sometimes a second
+    (citing) one; the last query's passages are in an unseen paper."""
+    queries = pd.DataFrame(
+        {
+            "query_id": [f"q{q:012d}" for q in range(n_queries)],
+            "concept": [f"held out {q}" for q in range(n_queries)],
+            "text": [f"held out {q}" for q in range(n_queries)],
+        }
+    )
+    rows = []
+    for q, query_id in enumerate(queries["query_id"]):
+        unseen = q == n_queries - 1
+        rows.append((query_id, chunk_ids[(3 * q) % len(chunk_ids)], 2, unseen))
+        if q % 2 == 0:
+            rows.append((query_id, chunk_ids[(3 * q + 1) % len(chunk_ids)], 1, unseen))
+    qrels = pd.DataFrame(rows, columns=["query_id", "chunk_id", "grade", "unseen"])
+    return {"queries": queries, "qrels": qrels}
 
 
 def passage(paper: int, index: int) -> str:
@@ -63,7 +89,12 @@ def valid_tables(n_papers: int = 6, chunks_per_paper: int = 3, n_concepts: int =
                     "split": "validation" if c == 0 else "train",
                 }
             )
-    return {"papers": papers, "chunks": chunks, "pairs": pd.DataFrame(pair_rows)}
+    return {
+        "papers": papers,
+        "chunks": chunks,
+        "pairs": pd.DataFrame(pair_rows),
+        **eval_tables(chunk_ids),
+    }
 
 
 def broken_tables() -> Tables:
@@ -83,4 +114,19 @@ def broken_tables() -> Tables:
     pairs = tables["pairs"].copy()
     pairs["kind"] = "name"  # relation mix collapses to one kind
     pairs = pd.concat([pairs, pairs.iloc[:3]], ignore_index=True)  # duplicated pairs
-    return {"papers": tables["papers"], "chunks": chunks, "pairs": pairs}
+    # The eval set: one query relevant to every passage, none with a defining passage.
+    qrels = pd.DataFrame(
+        {
+            "query_id": tables["queries"]["query_id"].iloc[0],
+            "chunk_id": chunks["chunk_id"].drop_duplicates(),
+            "grade": 1,
+            "unseen": False,
+        }
+    )
+    return {
+        "papers": tables["papers"],
+        "chunks": chunks,
+        "pairs": pairs,
+        "queries": tables["queries"].iloc[:1],
+        "qrels": qrels,
+    }

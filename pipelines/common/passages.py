@@ -31,17 +31,34 @@ class PassageFinder:
         opening occurs is extended as far as it agrees with ``text``, and the longest
         agreement wins (the earliest passage on a tie).
         """
+        found = self._find_start(_flat(text))
+        return self._chunks[found][0] if found is not None else ""
+
+    def span(self, text: str) -> tuple[str, ...]:
+        """The ids of the passages ``text`` runs over: from the one holding its start to the
+        first after it holding its end (only the first when its end is not found)."""
         flat = _flat(text)
+        first = self._find_start(flat)
+        if first is None:
+            return ()
+        tail = flat[-PROBE_CHARS:]
+        for index in range(first, len(self._chunks)):
+            if tail in self._chunks[index][1]:
+                return tuple(chunk_id for chunk_id, _text in self._chunks[first : index + 1])
+        return (self._chunks[first][0],)
+
+    def _find_start(self, flat: str) -> int | None:
         probe = flat[:PROBE_CHARS]
         if len(probe) < MIN_PROBE_CHARS:
-            return ""
-        best, best_length = "", 0
-        for chunk_id, chunk_text in self._chunks:
+            return None
+        best: int | None = None
+        best_length = 0
+        for position, (_chunk_id, chunk_text) in enumerate(self._chunks):
             start = chunk_text.find(probe)
             while start >= 0:
                 window = chunk_text[start : start + len(flat)]
                 length = len(os.path.commonprefix([window, flat]))
                 if length > best_length:
-                    best, best_length = chunk_id, length
+                    best, best_length = position, length
                 start = chunk_text.find(probe, start + 1)
         return best

@@ -248,7 +248,13 @@ def build_pairs(
     # What defines or states a held-out concept is never a positive: the model must not
     # have seen any anchor lead to the passages its queries are judged by.
     reserved_statements = {sid for name in held_out for sid in statements_of[name]}
-    reserved_chunks = {structure.chunk_of.get(sid, "") for sid in reserved_statements} - {""}
+    naming: dict[str, set[str]] = defaultdict(set)
+    for concept, chunk_id in zip(
+        mentions["concept"].tolist(), mentions["chunk_id"].tolist(), strict=True
+    ):
+        naming[concept].add(chunk_id)
+    defining = {name: structure.defining(statements_of[name], naming[name]) for name in names}
+    reserved_chunks = {chunk_id for name in held_out for chunk_id in defining[name]}
 
     chunk_ids = chunks["chunk_id"].tolist()
     chunk_text = dict(zip(chunk_ids, chunks["text"].tolist(), strict=True))
@@ -365,10 +371,7 @@ def build_pairs(
     pairs = pd.DataFrame(kept, columns=PAIR_COLUMNS[:5])
     negatives = _Negatives(
         usable=usable,
-        defining={
-            name: {structure.chunk_of.get(sid, "") for sid in statements_of[name]} - {""}
-            for name in names
-        },
+        defining=defining,
         pool=sorted(
             chunk_id
             for chunk_id, paper_id in chunk_paper.items()
@@ -400,7 +403,8 @@ def build_pairs(
         papers_of,
         statements_of,
         structure,
-        mentions,
+        naming,
+        defining,
         chunks,
         unseen,
         params,
@@ -472,7 +476,8 @@ class _PaperStructure:
     """Where each statement and proof sits among the passages, and what cites what."""
 
     chunk_of: dict[str, str]  # statement_id -> the passage holding its start ("" if none)
-    proof_chunk_of: dict[str, str]  # statement_id -> the passage holding its proof's start
+    span_of: dict[str, tuple[str, ...]]  # statement_id -> the passages its text runs over
+    proof_span_of: dict[str, tuple[str, ...]]  # ... and those its proof runs over
     proof_of: dict[str, str]  # statement_id -> its proof's text
     cited: dict[str, list[str]]  # statement_id -> the statements it (or its proof) cites
     citing: dict[str, list[str]]  # the inverse
@@ -491,7 +496,8 @@ class _PaperStructure:
         passages = {paper_id: PassageFinder(chunks) for paper_id, chunks in texts.items()}
         nowhere = PassageFinder(())
         chunk_of: dict[str, str] = {}
-        proof_chunk_of: dict[str, str] = {}
+        span_of: dict[str, tuple[str, ...]] = {}
+        proof_span_of: dict[str, tuple[str, ...]] = {}
         proof_of: dict[str, str] = {}
         rows = list(
             zip(
@@ -506,24 +512,37 @@ class _PaperStructure:
         )
         for statement_id, paper_id, _label, text, _refs, proof in rows:
             finder = passages.get(paper_id, nowhere)
-            chunk_of[statement_id] = finder.find(text)
+            span_of[statement_id] = finder.span(text)
+            chunk_of[statement_id] = span_of[statement_id][0] if span_of[statement_id] else ""
             if proof:
                 proof_of[statement_id] = proof
-                proof_chunk_of[statement_id] = finder.find(proof)
+                proof_span_of[statement_id] = finder.span(proof)
         cited = cited_statements(
             (sid, paper, label, refs) for sid, paper, label, _t, refs, _p in rows
         )
-        return cls(chunk_of, proof_chunk_of, proof_of, cited, citing_statements(cited))
+        return cls(chunk_of, span_of, proof_span_of, proof_of, cited, citing_statements(cited))
 
-    def passages_citing(self, statement_ids: Iterable[str]) -> set[str]:
-        """The passages holding a statement, or a proof, that cites one of ``statement_ids``."""
+    def defining(self, statement_ids: Iterable[str], naming: set[str]) -> set[str]:
+        """The passages defining or stating a concept: where each of its ``statement_ids``
+        starts, and the rest of the statement's passages that name it (``naming``: a long
+        definition's clause for this term may sit in its second passage)."""
+        found: set[str] = set()
+        for statement_id in statement_ids:
+            span = self.span_of.get(statement_id, ())
+            found.update(span[:1])
+            found.update(chunk_id for chunk_id in span[1:] if chunk_id in naming)
+        return found
+
+    def using(self, statement_ids: Iterable[str], naming: set[str]) -> set[str]:
+        """The passages that use a concept in a substantive way: they hold a statement, or a
+        proof, citing one of ``statement_ids`` by \\ref, and name the concept (a definition
+        block defines several terms; citing it is no use of every one)."""
         found: set[str] = set()
         for target in statement_ids:
             for source in self.citing.get(target, ()):
-                found.add(self.chunk_of.get(source, ""))
-                found.add(self.proof_chunk_of.get(source, ""))
-        found.discard("")
-        return found
+                found.update(self.span_of.get(source, ()))
+                found.update(self.proof_span_of.get(source, ()))
+        return found & naming
 
 
 @dataclass(frozen=True)
@@ -542,7 +561,8 @@ def _evaluation_set(
     papers_of: dict[str, list[str]],
     statements_of: dict[str, list[str]],
     structure: _PaperStructure,
-    mentions: pd.DataFrame,
+    naming: dict[str, set[str]],
+    defining: dict[str, set[str]],
     chunks: pd.DataFrame,
     unseen: set[str],
     params: PairsParams,
@@ -556,13 +576,6 @@ def _evaluation_set(
     text_of_chunk = dict(zip(chunks["chunk_id"].tolist(), chunks["text"].tolist(), strict=True))
     for chunk_id, paper_id in paper_of_chunk.items():
         chunks_of_paper[paper_id].append(chunk_id)
-    mentioning: dict[str, set[str]] = defaultdict(set)
-    if params.qrels_scope == "mentions":
-        for concept, chunk_id in zip(
-            mentions["concept"].tolist(), mentions["chunk_id"].tolist(), strict=True
-        ):
-            if concept in held_out:
-                mentioning[concept].add(chunk_id)
     max_relevant = max(1, int(params.max_relevant_share * len(paper_of_chunk)))
 
     query_concepts: list[str] = []
@@ -571,15 +584,15 @@ def _evaluation_set(
     for name in enough_papers:
         graded: dict[str, int]
         if params.qrels_scope == "defining":
-            defining = {structure.chunk_of.get(sid, "") for sid in statements_of[name]} - {""}
-            used_by = structure.passages_citing(statements_of[name]) - defining
-            graded = {**dict.fromkeys(used_by, 1), **dict.fromkeys(defining, 2)}
+            defines = defining[name]
+            used_by = structure.using(statements_of[name], naming[name]) - defines
+            graded = {**dict.fromkeys(used_by, 1), **dict.fromkeys(defines, 2)}
         else:
             of_papers = {
                 chunk_id for paper_id in papers_of[name] for chunk_id in chunks_of_paper[paper_id]
             }
             if params.qrels_scope == "mentions":
-                relevant = mentioning[name] & paper_of_chunk.keys()
+                relevant = naming[name] & paper_of_chunk.keys()
             elif params.qrels_scope == "unnamed":
                 texts = {chunk_id: text_of_chunk[chunk_id] for chunk_id in of_papers}
                 relevant = of_papers - chunks_naming(name, [display[name], *aliases[name]], texts)

@@ -17,13 +17,15 @@ def validate(params: ParamsOption = DEFAULT_PARAMS, root: RootOption = DEFAULT_R
     """Check every table (blocking); data-quality report.
 
     Checks the pipeline's tables (data/processed, data/graph, data/training,
-    data/eval) against their schemas, each other and the no-leakage rules.
-    Structural failures stop with exit code 1; rows failing row-level checks go
+    data/eval) against their schemas, each other and the no-leakage rules, and
+    the evaluation set's shape (enough queries, none relevant to much of the
+    corpus). Structural failures stop with exit code 1; rows failing row-level checks go
     to data/quarantine/<table>.parquet; the rest to data/validated/. Counts in
     metrics/data_quality.json; the Great Expectations report in
     reports/data_quality/.
     """
     from pipelines.common.paths import Paths
+    from pipelines.validate.pages import eval_set_line
     from pipelines.validate.stage import ValidationError, run_validate
 
     bad_input = (ValidationError, FileNotFoundError, ValueError)
@@ -40,6 +42,7 @@ def validate(params: ParamsOption = DEFAULT_PARAMS, root: RootOption = DEFAULT_R
             typer.echo(
                 f"  {table}: {outcome.quarantined} of {outcome.rows_in} quarantined ({reasons})"
             )
+    typer.echo(f"validate: {eval_set_line(report.metrics['eval_set'])}")
     quality = report.quality_report
     verdict = "all expectations met" if quality.success else "some expectations failed"
     typer.echo(f"validate: data-quality report {quality.index_html} ({verdict})")

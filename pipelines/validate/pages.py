@@ -21,9 +21,9 @@ import html
 import os
 import re
 import string
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pipelines.common import io
 
@@ -106,19 +106,44 @@ def make_site_offline(site_dir: Path) -> list[Path]:
 # -- the index page ---------------------------------------------------------------------
 
 
-def render_index(sections: Sequence[SuiteSection], run_time: dt.datetime) -> str:
-    """The report's front page: static HTML, no scripts, no remote resources."""
+def render_index(
+    sections: Sequence[SuiteSection], run_time: dt.datetime, eval_set: Mapping[str, Any]
+) -> str:
+    """The report's front page: static HTML, no scripts, no remote resources.
+
+    ``eval_set`` holds the evaluation set's figures
+    (:func:`pipelines.validate.eval_shape.figures`), shown as one line under the verdict.
+    """
     passed = sum(section.summary.success for section in sections)
     return _fill(
         "index.html",
         css=OFFLINE_CSS,
         when=_e(run_time.strftime("%Y-%m-%d %H:%M:%S UTC")),
+        eval_set=_e(eval_set_line(eval_set)),
         overall="passed" if passed == len(sections) else "failed",
         passed=passed,
         total=len(sections),
         summary_rows="".join(_summary_row(section) for section in sections),
         suite_sections="".join(_suite_section(section) for section in sections),
     )
+
+
+def eval_set_line(figures: Mapping[str, Any]) -> str:
+    """The evaluation set's shape in one sentence."""
+    per_query = figures["relevant_per_query"]
+    return (
+        f"Evaluation set: {_count(figures['queries'], 'query', 'queries')} over "
+        f"{figures['passages']:,} "
+        f"passages; relevant passages per query: median {per_query['median']:g}, max "
+        f"{per_query['max']:,} ({figures['max_relevant_share']:.2%} of the corpus); "
+        f"{figures['queries_with_defining']:,} queries have a defining passage; relevant "
+        f"passages in seen papers {figures['relevant_seen']:,}, in unseen papers "
+        f"{figures['relevant_unseen']:,}."
+    )
+
+
+def _count(number: int, one: str, many: str) -> str:
+    return f"{number:,} {one if number == 1 else many}"
 
 
 def _status(success: bool) -> str:

@@ -1,8 +1,9 @@
 """Great Expectations data-quality report: the informational half of the ``validate`` stage.
 
 pandera (:mod:`pipelines.validate.schemas`) is the blocking gate; this report only
-*describes* the validated data. :func:`build_report` runs two expectation suites,
-``chunks`` and ``pairs`` (:mod:`pipelines.validate.suites`), through GX checkpoints in the
+*describes* the validated data. :func:`build_report` runs three expectation suites,
+``chunks``, ``pairs`` and ``eval_set`` (:mod:`pipelines.validate.suites`), through GX
+checkpoints in the
 file-backed context ``<root>/gx`` (:mod:`pipelines.validate.gx_context`) and builds Data
 Docs into ``<root>/reports/data_quality/``, made readable offline with a static front
 page (:mod:`pipelines.validate.pages`). A failed expectation never raises: it shows in
@@ -17,12 +18,14 @@ import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from pipelines.common import io
+from pipelines.common.config import ValidateParams
 from pipelines.common.paths import Paths
+from pipelines.validate import eval_shape
 from pipelines.validate.gx_context import (
     clear_previous_run,
     only_validation_result,
@@ -36,7 +39,9 @@ from pipelines.validate.suites import (
     REQUIRED_COLUMNS,
     SUITE_BUILDERS,
     chunk_frame,
+    eval_frame,
     pair_frame,
+    suite_parameters,
 )
 from pipelines.validate.summaries import SuiteSection, SuiteSummary, expectation_row, summarize
 
@@ -50,21 +55,29 @@ class QualityReportResult:
     index_html: Path
     suites: dict[str, SuiteSummary]
     success: bool
+    eval_set: dict[str, Any]  # the evaluation set's figures (eval_shape.figures)
 
 
-def build_report(tables: Mapping[str, pd.DataFrame], paths: Paths) -> QualityReportResult:
-    """Validate the chunks and pairs suites and build the Data Docs under ``paths.root``.
+def build_report(
+    tables: Mapping[str, pd.DataFrame], paths: Paths, params: ValidateParams | None = None
+) -> QualityReportResult:
+    """Validate the chunks, pairs and eval_set suites and build the Data Docs under
+    ``paths.root``.
 
-    ``tables`` holds the validated frames (at least ``papers``, ``chunks`` and
-    ``pairs``). Never raises for failed expectations; raises ``ValueError`` when a table
-    or column it needs is missing. Each run starts from an empty site and result store,
-    so the report shows this run only.
+    ``tables`` holds the validated frames (at least ``papers``, ``chunks``, ``pairs``,
+    ``queries`` and ``qrels``); ``params`` gives the eval set's bounds (the project's
+    params.yaml when left out). Never raises for failed expectations; raises
+    ``ValueError`` when a table or column it needs is missing. Each run starts from an
+    empty site and result store, so the report shows this run only.
     """
     _check_tables(tables)
+    params = params or ValidateParams()
     frames = {
         "chunks": chunk_frame(tables["chunks"], tables["papers"]),
         "pairs": pair_frame(tables["pairs"]),
+        "eval_set": eval_frame(tables["queries"], tables["qrels"], tables["chunks"]),
     }
+    eval_figures = eval_shape.figures(frames["eval_set"], len(tables["chunks"]))
     site_dir = paths.data_quality_reports
     context = open_context(paths)
     clear_previous_run(context, site_dir)
@@ -74,18 +87,21 @@ def build_report(tables: Mapping[str, pd.DataFrame], paths: Paths) -> QualityRep
     for name, build_suite in SUITE_BUILDERS.items():
         checkpoint = sync_checkpoint(context, name, build_suite())
         checkpoint_result = checkpoint.run(
-            batch_parameters={"dataframe": frames[name]}, run_id=run_id(run_time)
+            batch_parameters={"dataframe": frames[name]},
+            expectation_parameters=suite_parameters(params),
+            run_id=run_id(run_time),
         )
         section = _section(context, checkpoint_result, name, site_dir)
         suites[name] = section.summary
         sections.append(section)
     make_site_offline(site_dir)
     index_html = site_dir / "index.html"
-    io.write_text(index_html, render_index(sections, run_time))
+    io.write_text(index_html, render_index(sections, run_time, eval_figures))
     return QualityReportResult(
         index_html=index_html,
         suites=suites,
         success=all(summary.success for summary in suites.values()),
+        eval_set=eval_figures,
     )
 
 

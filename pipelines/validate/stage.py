@@ -16,8 +16,10 @@ collected), and the policy is:
   (:data:`pipelines.validate.references.REFERENCES`: every chunk's paper exists, both
   ends of an edge are concepts, every qrel points at a chunk and a query, every query
   has a qrel, ...); leakage between training pairs and the held-out evaluation set
-  (:mod:`pipelines.validate.leakage`); and corpus balance (a paper holding most of the
-  passages, :mod:`pipelines.validate.balance`).
+  (:mod:`pipelines.validate.leakage`); corpus balance (a paper holding most of the
+  passages, :mod:`pipelines.validate.balance`); and the evaluation set's shape (fewer
+  than ``min_queries`` queries, a query with more than ``max_query_relevant_share`` of
+  the corpus relevant, :mod:`pipelines.validate.eval_shape`).
 * **row-level** failures (:data:`pipelines.validate.schemas.ROW_LEVEL_CHECKS`: passage
   length, leftover LaTeX markup, empty anchors or texts, an anchor equal to its positive,
   duplicate ids) are quarantined when at most ``max_row_failure_fraction`` of a table's
@@ -28,7 +30,8 @@ collected), and the policy is:
   threshold: it limits how much of a table is bad, not how far removal spreads.
 
 Counts add up for every table: rows in = kept + quarantined (``metrics/data_quality.json``,
-which also lists every check run and how many rows failed it).
+which also lists every check run and how many rows failed it, and the evaluation set's
+shape under ``eval_set``).
 
 :func:`validate_tables` is pure; :func:`run_validate` reads and writes.
 """
@@ -50,7 +53,7 @@ from pipelines.common import io
 from pipelines.common.config import ValidateParams
 from pipelines.common.paths import Paths
 from pipelines.common.tables import TABLES, write_table
-from pipelines.validate import balance, schemas
+from pipelines.validate import balance, eval_shape, schemas
 from pipelines.validate.leakage import leakage_masks
 from pipelines.validate.references import REFERENCES
 
@@ -135,6 +138,7 @@ class ValidationResult:
     quarantined: dict[str, pd.DataFrame]
     tables: dict[str, TableOutcome]
     max_row_failure_fraction: float
+    eval_set: dict[str, Any] = field(default_factory=dict)  # eval_shape.figures
 
     def metrics(self) -> dict[str, Any]:
         totals = {
@@ -145,6 +149,7 @@ class ValidationResult:
             "max_row_failure_fraction": self.max_row_failure_fraction,
             "tables": {table: outcome.as_dict() for table, outcome in self.tables.items()},
             "totals": totals,
+            "eval_set": self.eval_set,
         }
 
 
@@ -314,6 +319,36 @@ def _balance(
     return [CheckFailure("chunks", balance.CHECK, rows, examples, note)], {balance.CHECK: rows}
 
 
+def _eval_shape(
+    frames: Mapping[str, pd.DataFrame], usable: set[str], params: ValidateParams
+) -> tuple[list[CheckFailure], dict[str, int]]:
+    """Too few queries, or too broad ones (:mod:`pipelines.validate.eval_shape`): failures,
+    and failed queries per check (the whole table for too few)."""
+    if not {"queries", "qrels", "chunks"} <= usable:
+        return [], {}
+    passages = len(frames["chunks"])
+    per_query = eval_shape.query_frame(frames["queries"], frames["qrels"], passages)
+    failures: list[CheckFailure] = []
+    counts = dict.fromkeys(eval_shape.CHECKS, 0)
+    too_few = eval_shape.too_few_queries(per_query, params.min_queries)
+    if too_few:
+        # The set as a whole fails, not a row of it: every query is counted.
+        counts[eval_shape.MIN_QUERIES_CHECK] = len(per_query)
+        failures.append(
+            CheckFailure("queries", eval_shape.MIN_QUERIES_CHECK, len(per_query), (), too_few)
+        )
+    crowded = eval_shape.crowded_queries(per_query, passages, params.max_query_relevant_share)
+    if not crowded.empty:
+        examples, note = eval_shape.describe_crowded(
+            crowded, passages, params.max_query_relevant_share
+        )
+        counts[eval_shape.SHARE_CHECK] = len(crowded)
+        failures.append(
+            CheckFailure("queries", eval_shape.SHARE_CHECK, len(crowded), examples, note)
+        )
+    return failures, counts
+
+
 # -- quarantine -------------------------------------------------------------------------
 
 
@@ -385,7 +420,8 @@ def validate_tables(tables: Mapping[str, pd.DataFrame], params: ValidateParams) 
     integrity_failures, integrity_counts = _integrity(frames, usable)
     leakage_failures, leakage_counts = _leakage(frames, usable)
     balance_failures, balance_counts = _balance(frames, usable)
-    failures += integrity_failures + leakage_failures + balance_failures
+    shape_failures, shape_counts = _eval_shape(frames, usable, params)
+    failures += integrity_failures + leakage_failures + balance_failures + shape_failures
 
     limit = params.max_row_failure_fraction
     for table in [table for table in TABLES if table in usable]:
@@ -434,6 +470,8 @@ def validate_tables(tables: Mapping[str, pd.DataFrame], params: ValidateParams) 
             checks["leakage"] = dict(leakage_counts)
         if table == "chunks":
             checks["corpus"] = dict(balance_counts)
+        if table == "queries":
+            checks["eval_set"] = dict(shape_counts)
         outcomes[table] = TableOutcome(
             rows_in=len(frames[table]),
             kept=len(kept[table]),
@@ -447,6 +485,11 @@ def validate_tables(tables: Mapping[str, pd.DataFrame], params: ValidateParams) 
         quarantined={table: frame.reset_index(drop=True) for table, frame in quarantined.items()},
         tables=outcomes,
         max_row_failure_fraction=limit,
+        # The shape of the set evaluation will use: the kept tables, after quarantine.
+        eval_set=eval_shape.figures(
+            eval_shape.query_frame(kept["queries"], kept["qrels"], len(kept["chunks"])),
+            len(kept["chunks"]),
+        ),
     )
 
 
@@ -463,13 +506,15 @@ def read_tables(paths: Paths) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
     return tables, arrow_schemas
 
 
-def build_quality_report(tables: Mapping[str, pd.DataFrame], paths: Paths) -> QualityReportResult:
+def build_quality_report(
+    tables: Mapping[str, pd.DataFrame], paths: Paths, params: ValidateParams
+) -> QualityReportResult:
     """The Great Expectations checkpoints and Data Docs (``reports/data_quality/``), run on
     the validated tables: they describe what training will see."""
     # Imported here: Great Expectations takes seconds to import, and only a run needs it.
     from pipelines.validate.report import build_report
 
-    return build_report(tables, paths)
+    return build_report(tables, paths, params)
 
 
 def run_validate(params: ValidateParams, paths: Paths) -> ValidationReport:
@@ -500,7 +545,7 @@ def run_validate(params: ValidateParams, paths: Paths) -> ValidationReport:
             arrow_schema.append(pyarrow.field(FAILED_CHECK, pyarrow.string())),
         )
         written += [validated, quarantine]
-    quality = build_quality_report(result.kept, paths)
+    quality = build_quality_report(result.kept, paths, params)
     metrics = {"passed": True, **result.metrics()}
     io.write_json(metrics_path, metrics)  # last: "passed" means everything above is on disk
     written.append(metrics_path)

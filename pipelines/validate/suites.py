@@ -1,10 +1,13 @@
-"""The two expectation suites of the data-quality report, and the frames they describe.
+"""The expectation suites of the data-quality report, and the frames they describe.
 
 Each suite validates a *derived* frame: the validated table plus a few helper columns
 (lengths, group sizes, shares) so that distribution facts such as "pairs per anchor" or
-"no category dominates" become plain column expectations with an observed value. The
-ranges are what the sample corpus and real arXiv data both satisfy (each expectation's
-notes say why).
+"no category dominates" become plain column expectations with an observed value; the
+``eval_set`` suite describes one row per evaluation query
+(:func:`pipelines.validate.eval_shape.query_frame`). The ranges are what the sample corpus
+and real data both satisfy (each expectation's notes say why); the eval set's bounds are
+the ``validate`` knobs, passed at run time as suite parameters (:data:`SUITE_PARAMETERS`),
+so the committed suite stays the same whatever params.yaml says.
 """
 
 from __future__ import annotations
@@ -14,7 +17,9 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from pipelines.common.config import ValidateParams
 from pipelines.common.tables import PAIR_KINDS, SPLITS
+from pipelines.validate import eval_shape
 from pipelines.validate.gx_context import load_gx
 
 if TYPE_CHECKING:
@@ -25,7 +30,18 @@ REQUIRED_COLUMNS: Mapping[str, tuple[str, ...]] = {
     "papers": ("paper_id", "primary_category"),
     "chunks": ("chunk_id", "paper_id", "chunk_index", "section", "text"),
     "pairs": ("anchor", "positive", "kind", "concept", "positive_id", "split"),
+    "queries": ("query_id", "concept"),
+    "qrels": ("query_id", "chunk_id", "grade", "unseen"),
 }
+
+#: The ``validate`` knobs the ``eval_set`` suite's bounds come from (``$PARAMETER`` names).
+SUITE_PARAMETERS = ("min_queries", "max_query_relevant_share")
+
+
+def suite_parameters(params: ValidateParams) -> dict[str, float]:
+    """The run-time values of :data:`SUITE_PARAMETERS`."""
+    return {name: getattr(params, name) for name in SUITE_PARAMETERS}
+
 
 # -- derived frames --------------------------------------------------------------------
 
@@ -60,6 +76,13 @@ def pair_frame(pairs: pd.DataFrame) -> pd.DataFrame:
     frame["pairs_per_anchor"] = frame.groupby("anchor")["anchor"].transform("size")
     frame["kind_share"] = _share_of_rows(frame["kind"])
     return frame
+
+
+def eval_frame(queries: pd.DataFrame, qrels: pd.DataFrame, chunks: pd.DataFrame) -> pd.DataFrame:
+    """One row per evaluation query, as the validate gate counts it
+    (:func:`pipelines.validate.eval_shape.query_frame`): ``relevant`` passages,
+    ``defining`` (grade-2) ones, ``relevant_share`` of the corpus, ``seen`` / ``unseen``."""
+    return eval_shape.query_frame(queries, qrels, len(chunks))
 
 
 def _share_of_rows(values: pd.Series) -> pd.Series:
@@ -221,7 +244,8 @@ def pairs_suite() -> ExpectationSuite:
         notes=(
             "Informational: describes the shape of the contrastive pairs; pandera is the "
             "blocking gate (leakage, anchor != positive). The pair kind (name, "
-            "description, edge, statement) is the relation between anchor and positive, "
+            "description, edge, statement, proof, citation) is the relation between anchor "
+            "and positive, "
             "so 'relation mix' is the kind mix."
         ),
         expectations=[
@@ -238,15 +262,15 @@ def pairs_suite() -> ExpectationSuite:
             gxe.ExpectColumnValuesToBeInSet(
                 column="kind",
                 value_set=list(PAIR_KINDS),
-                notes="The four pair kinds the pairs stage builds.",
+                notes="The pair kinds the pairs stage builds.",
             ),
             gxe.ExpectColumnUniqueValueCountToBeBetween(
                 column="kind",
                 min_value=3,
-                max_value=4,
+                max_value=len(PAIR_KINDS),
                 notes=(
-                    "Relation mix: at least three of the four kinds occur (statement pairs "
-                    "can be absent when few statements were extracted)."
+                    "Relation mix: at least three of the kinds occur (statement, proof and "
+                    "citation pairs can be absent when few statements were extracted)."
                 ),
             ),
             gxe.ExpectColumnMinToBeBetween(
@@ -342,8 +366,75 @@ def pairs_suite() -> ExpectationSuite:
     )
 
 
-SUITE_BUILDERS = {"chunks": chunks_suite, "pairs": pairs_suite}
+def eval_set_suite() -> ExpectationSuite:
+    """What an evaluation set that can tell two models apart looks like."""
+    load_gx()
+    import great_expectations as gx
+    import great_expectations.expectations as gxe
+
+    return gx.ExpectationSuite(
+        name="eval_set",
+        meta={
+            "frame": "data/validated/queries.parquet + qrels, one row per query (eval_frame)",
+            "helper_columns": {
+                "relevant": "distinct relevant passages of the query",
+                "defining": "of them, grade-2 passages (the one defining or stating it)",
+                "relevant_share": "relevant / passages in the corpus",
+                "seen": "relevant passages in papers training sees",
+                "unseen": "relevant passages in papers held out of training",
+            },
+            "suite_parameters": list(SUITE_PARAMETERS),
+        },
+        notes=(
+            "Informational: describes the shape of the evaluation set (queries are held-out "
+            "concept names, qrels graded relevant passages). The validate stage blocks too "
+            "few queries and too broad ones (pipelines/validate/eval_shape.py); these "
+            "expectations show the same figures and the finer ones. The real demo corpus "
+            "gives ~195 queries with a median of ~2 relevant passages."
+        ),
+        expectations=[
+            gxe.ExpectTableRowCountToBeBetween(
+                min_value={"$PARAMETER": "min_queries"},
+                notes=(
+                    "Enough queries to separate two models (validate.min_queries; the demo "
+                    "corpus gives ~195, the synthetic sample ~20)."
+                ),
+            ),
+            gxe.ExpectColumnValuesToBeUnique(column="query_id", notes="One row per query."),
+            gxe.ExpectColumnMinToBeBetween(
+                column="relevant",
+                min_value=1,
+                notes="Every query has at least one relevant passage.",
+            ),
+            gxe.ExpectColumnMedianToBeBetween(
+                column="relevant",
+                max_value=10,
+                notes=(
+                    "Relevance is specific: a median of at most 10 relevant passages per "
+                    "query (demo corpus ~2). Hundreds mean every passage mentioning a word "
+                    "counts, and any model looks alike."
+                ),
+            ),
+            gxe.ExpectColumnMaxToBeBetween(
+                column="relevant_share",
+                max_value={"$PARAMETER": "max_query_relevant_share"},
+                notes=(
+                    "No query has more than validate.max_query_relevant_share (1%) of the "
+                    "corpus relevant (validate itself allows one passage in a tiny corpus)."
+                ),
+            ),
+            gxe.ExpectColumnValuesToBeBetween(
+                column="defining",
+                min_value=1,
+                mostly=0.9,
+                notes=(
+                    "Nearly every query has its grade-2 passage, the one that defines or "
+                    "states the concept (qrels_scope: defining always has one)."
+                ),
+            ),
+        ],
+    )
 
 
 #: The suites of the report, by name: each describes the derived frame of the same name.
-SUITE_BUILDERS = {"chunks": chunks_suite, "pairs": pairs_suite}
+SUITE_BUILDERS = {"chunks": chunks_suite, "pairs": pairs_suite, "eval_set": eval_set_suite}

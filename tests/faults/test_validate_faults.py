@@ -8,6 +8,7 @@ check (every table of the contract, the references between them and the leakage 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import types
@@ -29,8 +30,20 @@ from pipelines.common.tables import TABLES, write_table
 from pipelines.validate import balance
 from pipelines.validate.stage import INCOMPLETE, ValidationError, run_validate, validate_tables
 
-PARAMS = load_params(REPO / "params.yaml").validate
+# One query over a few passages: the eval set's shape is checked for a real corpus
+# (validate.min_queries 100), and by tests/unit/validate/test_eval_shape.py.
+SMALL_EVAL: dict[str, Any] = {"min_queries": 1}
+PARAMS = dataclasses.replace(load_params(REPO / "params.yaml").validate, **SMALL_EVAL)
 Tables = dict[str, pd.DataFrame]
+
+
+def table(name: str, columns: dict[str, list[Any]]) -> pd.DataFrame:
+    """``columns`` as table ``name`` of the contract: its columns in order, every one given
+    (a column the contract gained is a KeyError here, not a silent null)."""
+    missing = [column for column in TABLES[name].columns if column not in columns]
+    if missing:
+        raise KeyError(f"consistent_tables gives no {missing} for table {name!r}")
+    return pd.DataFrame(columns).loc[:, TABLES[name].columns]
 
 
 def passage(paper: int, index: int) -> str:
@@ -72,20 +85,24 @@ def consistent_tables(n_papers: int = 3, chunks_per_paper: int = 2) -> Tables:
         ]
     )
     first_chunk, last_chunk = chunks["chunk_id"].iloc[0], chunks["chunk_id"].iloc[-1]
-    statements = pd.DataFrame(
-        [
-            {
-                "statement_id": f"{paper_ids[0]}v1#s000",
-                "paper_id": paper_ids[0],
-                "version": 1,
-                "kind": "theorem",
-                "name": "",
-                "label": "thm:durfee",
-                "text": "Every partition has a Durfee square.",
-            }
-        ]
+    statement_id = f"{paper_ids[0]}v1#s000"
+    statements = table(
+        "statements",
+        {
+            "statement_id": [statement_id],
+            "paper_id": [paper_ids[0]],
+            "version": [1],
+            "kind": ["theorem"],
+            "name": [""],
+            "label": ["thm:durfee"],
+            "text": ["Every partition has a Durfee square."],
+            "terms": [[]],
+            "refs": [[]],
+            "proof": ["Take the largest square in the diagram."],
+        },
     )
-    concepts = pd.DataFrame(
+    concepts = table(
+        "concepts",
         {
             "name": ["durfee square", "partition"],
             "display_name": ["Durfee square", "partition"],
@@ -93,7 +110,8 @@ def consistent_tables(n_papers: int = 3, chunks_per_paper: int = 2) -> Tables:
             "description": ["", ""],
             "aliases": [[], []],
             "papers": [[paper_ids[0]], [paper_ids[0]]],
-        }
+            "statements": [[statement_id], []],
+        },
     )
     edges = pd.DataFrame(
         {
@@ -111,15 +129,18 @@ def consistent_tables(n_papers: int = 3, chunks_per_paper: int = 2) -> Tables:
             "evidence": ["definition"],
         }
     )
-    pairs = pd.DataFrame(
+    pairs = table(
+        "pairs",
         {
             "anchor": ["partition"],
             "positive": [chunks["text"].iloc[0]],
             "kind": ["name"],
             "concept": ["partition"],
             "positive_id": [first_chunk],
+            "negative": [chunks["text"].iloc[1]],
+            "negative_id": [chunks["chunk_id"].iloc[1]],
             "split": ["train"],
-        }
+        },
     )
     queries = pd.DataFrame(
         {"query_id": ["q0123456789ab"], "concept": ["durfee square"], "text": ["Durfee square"]}
@@ -141,8 +162,13 @@ def consistent_tables(n_papers: int = 3, chunks_per_paper: int = 2) -> Tables:
 
 
 def write_inputs(tables: Tables, root: Path) -> Paths:
-    """The tables as the stages write them; a column with a null is written nullable."""
+    """The tables as the stages write them (a column with a null is written nullable), and
+    a params.yaml that lets their one query pass."""
     paths = Paths(root)
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "params.yaml").write_text(
+        "validate:\n" + "".join(f"  {key}: {value}\n" for key, value in SMALL_EVAL.items())
+    )
     for name, frame in tables.items():
         schema = TABLES[name].schema
         if frame.isna().to_numpy().any():
@@ -159,7 +185,7 @@ def _fake_report_module() -> types.ModuleType:
     """Stands in for the Great Expectations report (its own tests run GX): writes a page."""
     fake = types.ModuleType("pipelines.validate.report")
 
-    def build_report(tables: Tables, paths: Paths) -> types.SimpleNamespace:
+    def build_report(tables: Tables, paths: Paths, params: Any = None) -> types.SimpleNamespace:
         index = paths.data_quality_reports / "index.html"
         index.parent.mkdir(parents=True, exist_ok=True)
         index.write_text("report", encoding="utf-8")
@@ -271,7 +297,7 @@ def test_ctrl_c_in_the_report_leaves_no_passed_record(
     run_validate(PARAMS, paths)  # an earlier run that passed
     assert read_json(metrics_path)["passed"] is True
 
-    def interrupted(tables: Tables, paths: Paths) -> None:
+    def interrupted(tables: Tables, paths: Paths, params: Any = None) -> None:
         # What Ctrl-C does halfway through GX: the old report is already cleared.
         index = paths.data_quality_reports / "index.html"
         index.unlink()
@@ -289,3 +315,27 @@ def test_ctrl_c_in_the_report_leaves_no_passed_record(
     run_validate(PARAMS, paths)  # the rerun rebuilds the report, then says passed
     assert (paths.data_quality_reports / "index.html").is_file()
     assert read_json(metrics_path)["passed"] is True
+
+
+# -- a degenerate evaluation set ---------------------------------------------------------
+
+
+def test_a_query_relevant_to_the_whole_corpus_is_a_clear_failure(
+    tmp_path: Path, fake_report: types.ModuleType
+) -> None:
+    tables = consistent_tables(n_papers=3)
+    chunk_ids = tables["chunks"]["chunk_id"]
+    tables["qrels"] = pd.DataFrame(
+        {"query_id": "q0123456789ab", "chunk_id": chunk_ids, "grade": 1, "unseen": False}
+    )
+    write_inputs(tables, tmp_path)
+    result = validate_command(tmp_path)
+    assert result.exit_code == 1, result.output
+    assert "Traceback" not in result.output
+    assert "[queries] query_relevant_share" in result.output
+    assert "query q0123456789ab ('durfee square'): 6 of 6 passages relevant (100.0%)" in (
+        result.output
+    )
+    assert "pairs.max_relevant_share" in result.output
+    metrics = read_json(Paths(tmp_path).metric_file("data_quality"))
+    assert metrics == {"passed": False, "failed_checks": ["queries: query_relevant_share"]}

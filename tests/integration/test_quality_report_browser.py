@@ -18,7 +18,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from quality_tables import broken_tables, valid_tables
+from quality_tables import REPORT_PARAMS, broken_tables, valid_tables
 
 from pipelines.common.paths import Paths
 from pipelines.validate.report import QualityReportResult, build_report
@@ -94,10 +94,11 @@ def png_size(path: Path) -> tuple[int, int]:
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> QualityReportResult:
-    """chunks healthy, pairs broken: the page must tell a passed and a failed suite apart."""
+    """chunks and eval_set healthy, pairs broken: the page must tell a passed and a failed
+    suite apart."""
     tables = valid_tables()
     tables["pairs"] = broken_tables()["pairs"]
-    return build_report(tables, Paths(tmp_path_factory.mktemp("root")))
+    return build_report(tables, Paths(tmp_path_factory.mktemp("root")), REPORT_PARAMS)
 
 
 def test_index_renders_suites_and_counts_offline(
@@ -107,9 +108,17 @@ def test_index_renders_suites_and_counts_offline(
     text = visible_text(render(report.index_html, tmp_path / "profile", screenshot))
 
     chunks, pairs = report.suites["chunks"], report.suites["pairs"]
-    assert chunks.success and not pairs.success
+    eval_set = report.suites["eval_set"]
+    assert chunks.success and eval_set.success and not pairs.success
     assert "mathembed data quality" in text
-    assert "1 of 2 suites passed." in text
+    assert "2 of 3 suites passed." in text
+    # The eval set's shape, under the verdict.
+    assert (
+        "Evaluation set: 4 queries over 18 passages; relevant passages per query: median 1.5, "
+        "max 2 (11.11% of the corpus)"
+    ) in text
+    assert "relevant passages in seen papers 5, in unseen papers 1." in text
+    assert f"eval_set passed {eval_set.successful} of {eval_set.evaluated}" in text
     # The summary table, row by row: suite, status, passed count.
     assert f"chunks passed {chunks.successful} of {chunks.evaluated}" in text
     assert f"pairs FAILED {pairs.successful} of {pairs.evaluated}" in text

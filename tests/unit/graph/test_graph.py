@@ -939,7 +939,9 @@ def test_run_graph_writes_contract_tables_and_counts(tmp_path: Path) -> None:
     assert metrics == report.as_dict()
     assert metrics["papers"] == 5 == metrics["papers_extracted"] + metrics["papers_skipped"]
     assert metrics["chunks"] == 12 and metrics["statements"] == 11
-    assert sum(metrics["concepts_by_type"].values()) == metrics["concepts"] == len(EXPECTED_CONCEPTS)
+    assert (
+        sum(metrics["concepts_by_type"].values()) == metrics["concepts"] == len(EXPECTED_CONCEPTS)
+    )
     assert sum(metrics["edges_by_relation"].values()) == metrics["edges"]
     assert sum(metrics["mentions_by_evidence"].values()) == metrics["mentions"]
     concepts = io.read_parquet(paths.graph / "concepts.parquet")

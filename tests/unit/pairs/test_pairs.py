@@ -616,10 +616,7 @@ def test_run_pairs_writes_tables_and_counts_that_add_up(tmp_path: Path, big: Tab
     assert data["concepts"] == 120 and data["edges"] == 119
     counts = data["pairs"]
     assert counts["total"] == len(pairs) == report.pairs
-    assert counts["by_kind"] == {
-        kind: int((pairs["kind"] == kind).sum())
-        for kind in PAIR_KINDS
-    }
+    assert counts["by_kind"] == {kind: int((pairs["kind"] == kind).sum()) for kind in PAIR_KINDS}
     assert counts["by_split"] == {
         split: int((pairs["split"] == split).sum()) for split in ("train", "validation")
     }

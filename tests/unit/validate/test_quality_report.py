@@ -16,13 +16,20 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from quality_tables import Tables, broken_tables, valid_tables
+from quality_tables import REPORT_PARAMS, Tables, broken_tables, valid_tables
 from repo import REPO
 
 from pipelines.common.paths import Paths
-from pipelines.validate.pages import OFFLINE_CSS, offline_page
+from pipelines.validate.pages import OFFLINE_CSS, eval_set_line, offline_page
 from pipelines.validate.report import QualityReportResult, build_report
-from pipelines.validate.suites import chunk_frame, chunks_suite, pair_frame, pairs_suite
+from pipelines.validate.suites import (
+    chunk_frame,
+    chunks_suite,
+    eval_frame,
+    eval_set_suite,
+    pair_frame,
+    pairs_suite,
+)
 from pipelines.validate.summaries import describe_expected, describe_observed
 
 
@@ -41,7 +48,7 @@ def build_logged(tables: Tables, root: Path) -> tuple[QualityReportResult, list[
     logger = logging.getLogger("great_expectations")
     logger.addHandler(handler)
     try:
-        result = build_report(tables, Paths(root))
+        result = build_report(tables, Paths(root), REPORT_PARAMS)
     finally:
         logger.removeHandler(handler)
     return result, [record.getMessage() for record in handler.records]
@@ -79,12 +86,13 @@ def test_valid_data_passes_every_expectation(
     expected_counts = {
         "chunks": len(chunks_suite().expectations),
         "pairs": len(pairs_suite().expectations),
+        "eval_set": len(eval_set_suite().expectations),
     }
     for name, summary in result.suites.items():
         assert summary.success, (name, summary.failed_expectations)
         assert summary.evaluated == summary.successful == expected_counts[name]
         assert summary.failed_expectations == []
-    assert set(result.suites) == {"chunks", "pairs"}
+    assert set(result.suites) == {"chunks", "pairs", "eval_set"}
     assert result.index_html == root / "reports" / "data_quality" / "index.html"
 
 
@@ -94,25 +102,29 @@ def test_files_land_under_the_given_root(valid_report: tuple[QualityReportResult
     assert (site / "index.html").is_file()
     assert [path.name for path in site_files(root, "*.html") if "expectations" in path.parts] == [
         "chunks.html",
+        "eval_set.html",
         "pairs.html",
     ]
     validation_pages = [path for path in site_files(root, "*.html") if "validations" in path.parts]
-    assert sorted(path.parts[-4] for path in validation_pages) == ["chunks", "pairs"]
+    assert sorted(path.parts[-4] for path in validation_pages) == ["chunks", "eval_set", "pairs"]
     context = Paths(root).gx
     for committed in (
         "great_expectations.yml",
         "expectations/chunks.json",
         "expectations/pairs.json",
+        "expectations/eval_set.json",
         "checkpoints/chunks.json",
         "checkpoints/pairs.json",
+        "checkpoints/eval_set.json",
         "validation_definitions/chunks.json",
         "validation_definitions/pairs.json",
+        "validation_definitions/eval_set.json",
         "plugins/custom_data_docs/styles/data_docs_custom_styles.css",
     ):
         assert (context / committed).is_file(), committed
     # GX writes its own .gitignore for the results store.
     assert (context / ".gitignore").read_text().split() == ["uncommitted/"]
-    assert len(list((context / "uncommitted" / "validations").rglob("*.json"))) == 2
+    assert len(list((context / "uncommitted" / "validations").rglob("*.json"))) == 3
 
 
 def test_index_shows_suites_counts_and_observed_values(
@@ -120,7 +132,7 @@ def test_index_shows_suites_counts_and_observed_values(
 ) -> None:
     result, _ = valid_report
     page = result.index_html.read_text(encoding="utf-8")
-    assert "2 of 2 suites passed." in page
+    assert "3 of 3 suites passed." in page
     for name, summary in result.suites.items():
         counts = f"{summary.successful} of {summary.evaluated}"
         assert re.search(rf'id="suite-{name}">.*?passed</td><td>{counts}</td>', page), name
@@ -135,6 +147,14 @@ def test_index_shows_suites_counts_and_observed_values(
         row.format(r"expect_column_unique_value_count_to_be_between\(primary_category\)", 3),
         page,
     )
+    # The eval set's shape, in words and in the eval_set suite's observed values.
+    assert result.eval_set["queries"] == len(tables["queries"])
+    assert html.escape(eval_set_line(result.eval_set), quote=True) in page
+    assert "Evaluation set: 4 queries over 18 passages" in page
+    assert "median 1.5, max 2 (11.11% of the corpus)" in page
+    assert "in seen papers 5, in unseen papers 1." in page
+    assert re.search(row.format(r"expect_table_row_count_to_be_between\(\)", 4), page)
+    assert re.search(row.format(r"expect_column_median_to_be_between\(relevant\)", 1.5), page)
     # The links to GX's pages resolve.
     for link in re.findall(r'href="((?:validations|expectations)/[^"]+)"', page):
         assert (result.index_html.parent / link).is_file(), link
@@ -176,6 +196,17 @@ def test_broken_data_fails_without_raising_and_names_each_failure(
         item.startswith("expect_column_values_to_not_be_null(primary_category): observed 1 of 19")
         for item in chunks.failed_expectations
     )
+    # The eval set: one query, relevant to every passage, without a defining passage.
+    eval_set = result.suites["eval_set"]
+    assert not eval_set.success
+    assert {item.split(":")[0] for item in eval_set.failed_expectations} == {
+        "expect_table_row_count_to_be_between()",
+        "expect_column_median_to_be_between(relevant)",
+        "expect_column_max_to_be_between(relevant_share)",
+        "expect_column_values_to_be_between(defining)",
+    }
+    assert "expect_table_row_count_to_be_between(): observed 1" in eval_set.failed_expectations
+    assert result.eval_set["relevant_per_query"]["max"] == 18
 
 
 def test_broken_report_says_what_failed(
@@ -183,7 +214,7 @@ def test_broken_report_says_what_failed(
 ) -> None:
     result, root, logged = broken_report
     page = result.index_html.read_text(encoding="utf-8")
-    assert "0 of 2 suites passed." in page
+    assert "0 of 3 suites passed." in page
     for name, summary in result.suites.items():
         assert f"Suite {name}: FAILED, {summary.successful} of {summary.evaluated}" in page
         for failure in summary.failed_expectations:
@@ -209,10 +240,10 @@ def test_no_expectation_errors_on_healthy_or_broken_data(
 def test_empty_tables_give_a_failed_report_not_an_exception(tmp_path: Path) -> None:
     tables = valid_tables()
     empty = {name: frame.iloc[0:0] for name, frame in tables.items()}
-    result = build_report(empty, Paths(tmp_path))
+    result = build_report(empty, Paths(tmp_path), REPORT_PARAMS)
     assert not result.success
     assert result.index_html.is_file()
-    assert "0 of 2 suites passed." in result.index_html.read_text(encoding="utf-8")
+    assert "0 of 3 suites passed." in result.index_html.read_text(encoding="utf-8")
 
 
 def test_missing_table_or_column_is_a_clear_error(tmp_path: Path) -> None:
@@ -239,18 +270,18 @@ def context_files(root: Path) -> dict[str, bytes]:
 
 
 def test_rerun_replaces_the_report_and_keeps_the_context_stable(tmp_path: Path) -> None:
-    first = build_report(broken_tables(), Paths(tmp_path))
+    first = build_report(broken_tables(), Paths(tmp_path), REPORT_PARAMS)
     assert not first.success
     config_after_first = context_files(tmp_path)
-    second = build_report(valid_tables(), Paths(tmp_path))
+    second = build_report(valid_tables(), Paths(tmp_path), REPORT_PARAMS)
     assert second.success
     # Only this run's pages and results remain.
     validation_pages = [p for p in site_files(tmp_path, "*.html") if "validations" in p.parts]
-    assert len(validation_pages) == 2
+    assert len(validation_pages) == 3
     results = list((Paths(tmp_path).gx / "uncommitted" / "validations").rglob("*.json"))
-    assert len(results) == 2
+    assert len(results) == 3
     page = second.index_html.read_text(encoding="utf-8")
-    assert "2 of 2 suites passed." in page and "FAILED" not in page
+    assert "3 of 3 suites passed." in page and "FAILED" not in page
     # Suites, checkpoints and config are rewritten byte for byte: ids stay stable.
     assert context_files(tmp_path) == config_after_first
 
@@ -374,6 +405,14 @@ def test_derived_columns() -> None:
     assert list(frame["pairs_per_anchor"]) == [3, 3, 3, 1]
     assert list(frame["kind_share"]) == [0.75, 0.75, 0.25, 0.75]
     assert list(frame["anchor_chars"]) == [1, 1, 1, 2]
+
+    # The eval_set frame is the validate gate's own count (pipelines/validate/eval_shape.py).
+    frame = eval_frame(tables["queries"], tables["qrels"], tables["chunks"])
+    assert frame["relevant"].tolist() == [2, 1, 2, 1]
+    assert frame["defining"].tolist() == [1, 1, 1, 1]
+    assert frame["unseen"].tolist() == [0, 0, 0, 1]
+    assert frame["seen"].tolist() == [2, 1, 2, 0]
+    assert frame["relevant_share"].tolist() == pytest.approx([2 / 6, 1 / 6, 2 / 6, 1 / 6])
 
 
 def test_describe_expected_and_observed() -> None:

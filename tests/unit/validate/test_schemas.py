@@ -91,6 +91,9 @@ def valid_rows() -> dict[str, list[dict[str, Any]]]:
                 "name": "Durfee square",
                 "label": "def:durfee",
                 "text": "The Durfee square is the largest square in a Young diagram.",
+                "terms": ["Durfee square"],
+                "refs": [],
+                "proof": "",
             },
             {
                 "statement_id": "2401.00001v2#s001",
@@ -100,6 +103,9 @@ def valid_rows() -> dict[str, list[dict[str, Any]]]:
                 "name": "",
                 "label": "",
                 "text": "Every partition has a Durfee square $d \\times d$.",
+                "terms": [],
+                "refs": ["def:durfee"],
+                "proof": "Take the largest $d$ with $\\lambda_d \\geq d$.",
             },
         ],
         "concepts": [
@@ -110,6 +116,7 @@ def valid_rows() -> dict[str, list[dict[str, Any]]]:
                 "description": "The largest square in a Young diagram.",
                 "aliases": ["Durfee's square"],
                 "papers": ["2401.00001"],
+                "statements": ["2401.00001v2#s000"],
             },
             {
                 "name": "partition",
@@ -118,6 +125,7 @@ def valid_rows() -> dict[str, list[dict[str, Any]]]:
                 "description": "",
                 "aliases": [],
                 "papers": ["2401.00001", "math.AG/0501001"],
+                "statements": [],
             },
         ],
         "edges": [
@@ -155,6 +163,8 @@ def valid_rows() -> dict[str, list[dict[str, Any]]]:
                 "kind": "name",
                 "concept": "durfee square",
                 "positive_id": "2401.00001v2#c0000",
+                "negative": "An abstract only, long enough to be a passage of its own here.",
+                "negative_id": "math.AG/0501001v1#c0000",
                 "split": "train",
             },
             {
@@ -163,6 +173,8 @@ def valid_rows() -> dict[str, list[dict[str, Any]]]:
                 "kind": "statement",
                 "concept": "durfee square",
                 "positive_id": "2401.00001v2#s000",
+                "negative": "",
+                "negative_id": "",
                 "split": "validation",
             },
         ],

@@ -8,6 +8,7 @@ row that points at them) and break one rule in it.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import types
@@ -26,6 +27,7 @@ from pipelines import cli
 from pipelines.common.config import ValidateParams, load_params
 from pipelines.common.paths import Paths
 from pipelines.common.tables import (
+    STATEMENT_PAIR_KINDS,
     TABLES,
     write_table,
 )
@@ -44,8 +46,17 @@ from pipelines.validate.stage import (
     validate_tables,
 )
 
-PARAMS = load_params(REPO / "params.yaml")
-LENIENT = ValidateParams(max_row_failure_fraction=1.0)  # quarantine whatever fails
+# The eval set's shape is checked for the real corpus (validate.min_queries: 100). The
+# synthetic sample gives ~20 queries, and a slice of a few papers a handful over a few dozen
+# passages, so here both shape checks are set to pass: test_eval_shape.py and the
+# eval-set tests below try them.
+SMALL_EVAL: dict[str, Any] = {"min_queries": 1, "max_query_relevant_share": 1.0}
+SMALL_EVAL_YAML = "".join(f"  {key}: {value}\n" for key, value in SMALL_EVAL.items())
+_PROJECT_PARAMS = load_params(REPO / "params.yaml")
+PARAMS = dataclasses.replace(
+    _PROJECT_PARAMS, validate=dataclasses.replace(_PROJECT_PARAMS.validate, **SMALL_EVAL)
+)
+LENIENT = ValidateParams(max_row_failure_fraction=1.0, **SMALL_EVAL)  # quarantine whatever fails
 WRITER_SCHEMAS = {name: table.schema for name, table in TABLES.items()}
 Tables = dict[str, pd.DataFrame]
 REPORT_BUILT = types.SimpleNamespace(
@@ -90,9 +101,9 @@ def pipeline_result(pipeline_tables: Tables) -> ValidationResult:
 def clean_slice(pipeline_result: ValidationResult) -> Tables:
     """A few validated papers and every row that points at them: small, valid, consistent.
 
-    The papers are some of a query that has an unseen qrel (among them that unseen paper)
-    and one with a statement pair, so leakage checks have an unseen paper, a held-out
-    concept and both kinds of positive to work with.
+    The papers are some of a query that has an unseen qrel (among them that unseen paper),
+    one with a statement pair and one with a relevant passage of a seen paper, so leakage
+    checks have an unseen paper, a held-out concept and both kinds of positive to work with.
     """
     kept = pipeline_result.kept
     unseen_qrels = kept["qrels"][kept["qrels"]["unseen"]]
@@ -104,7 +115,9 @@ def clean_slice(pipeline_result: ValidationResult) -> Tables:
     papers = sorted(set(paper_of[chunk_ids]) - {unseen_paper})[:3] + [unseen_paper]
     statement_pairs = kept["pairs"].loc[kept["pairs"]["kind"] == "statement", "positive_id"]
     statement_paper = statement_pairs.str.replace(r"v\d+#s\d+$", "", regex=True).iloc[0]
-    return slice_papers(kept, {*papers, statement_paper})
+    # and the paper of a relevant passage that mentions point at (quarantine cascades)
+    pointed = kept["chunks"].loc[[relevant_chunk(kept)], "paper_id"]
+    return slice_papers(kept, {*papers, statement_paper, *pointed})
 
 
 def slice_papers(tables: Tables, paper_ids: set[str]) -> Tables:
@@ -142,7 +155,9 @@ def quality_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[dict[str, pd.Da
     calls: list[tuple[dict[str, pd.DataFrame], Paths]] = []
     fake = types.ModuleType("pipelines.validate.report")
 
-    def build_report(tables: dict[str, pd.DataFrame], paths: Paths) -> types.SimpleNamespace:
+    def build_report(
+        tables: dict[str, pd.DataFrame], paths: Paths, params: ValidateParams
+    ) -> types.SimpleNamespace:
         calls.append((tables, paths))
         return REPORT_BUILT
 
@@ -167,7 +182,7 @@ def set_value(frame: pd.DataFrame, row: int, column: str, value: Any) -> None:
 def add_pair(tables: Tables, **values: Any) -> None:
     """Append a training pair: a copy of the first chunk pair with ``values`` changed."""
     pairs = tables["pairs"]
-    template = pairs[pairs["kind"] != "statement"].iloc[0].to_dict()
+    template = pairs[~pairs["kind"].isin(STATEMENT_PAIR_KINDS)].iloc[0].to_dict()
     template.update(values)
     tables["pairs"] = pd.concat([pairs, pd.DataFrame([template])], ignore_index=True)
 
@@ -184,15 +199,30 @@ def not_held_out(tables: Tables) -> str:
     return str(names[~names.isin(tables["queries"]["concept"])].iloc[0])
 
 
-def chunk_with_dependents(tables: Tables) -> int:
-    """The row of a chunk that qrels, pairs and mentions all point at (most pairs first)."""
+def relevant_chunk(tables: Tables) -> int:
+    """The row of a chunk of a seen paper that qrels and mentions point at (most pairs first)."""
     chunks = tables["chunks"]["chunk_id"]
-    pointed = chunks.isin(tables["qrels"]["chunk_id"]) & chunks.isin(tables["mentions"]["chunk_id"])
+    seen_qrels = tables["qrels"].loc[~tables["qrels"]["unseen"], "chunk_id"]
+    pointed = chunks.isin(seen_qrels) & chunks.isin(tables["mentions"]["chunk_id"])
     pairs_per_chunk = chunks.map(tables["pairs"]["positive_id"].value_counts()).fillna(0)
-    candidates = pairs_per_chunk[pointed & (pairs_per_chunk > 0)]
+    candidates = pairs_per_chunk[pointed]
     if candidates.empty:
-        pytest.fail("the slice has no chunk that qrels, pairs and mentions point at")
+        pytest.fail("the slice has no chunk of a seen paper that qrels and mentions point at")
     return int(candidates.idxmax())
+
+
+def chunk_with_dependents(tables: Tables) -> int:
+    """The row of a chunk that qrels, pairs and mentions all point at.
+
+    The pairs stage keeps relevant passages out of training positives, so unless one
+    already is, a training pair (of a concept that is not held out) is added whose
+    positive is :func:`relevant_chunk`.
+    """
+    row = relevant_chunk(tables)
+    chunk_id, text = tables["chunks"].loc[row, ["chunk_id", "text"]]
+    if not (tables["pairs"]["positive_id"] == chunk_id).any():
+        add_pair(tables, positive_id=chunk_id, positive=text, negative="", negative_id="")
+    return row
 
 
 def write_inputs(tables: Tables, root: Path) -> Paths:
@@ -327,11 +357,11 @@ def drop_qrels_of_first_query(tables: Tables) -> None:
 
 
 def statement_pair(frame: pd.DataFrame) -> pd.Series:
-    return frame["kind"] == "statement"
+    return frame["kind"].isin(STATEMENT_PAIR_KINDS)
 
 
 def chunk_pair(frame: pd.DataFrame) -> pd.Series:
-    return frame["kind"] != "statement"
+    return ~frame["kind"].isin(STATEMENT_PAIR_KINDS)
 
 
 INTEGRITY = [
@@ -603,14 +633,14 @@ def shorten_chunks(tables: Tables, count: int) -> None:
 def test_below_the_threshold_rows_are_quarantined_and_the_run_goes_on(data: Tables) -> None:
     shorten_chunks(data, 2)
     limit = 2.5 / len(data["chunks"])
-    result = validate_tables(data, ValidateParams(max_row_failure_fraction=limit))
+    result = validate_tables(data, ValidateParams(max_row_failure_fraction=limit, **SMALL_EVAL))
     assert result.tables["chunks"].quarantined == 2
 
 
 def test_above_the_threshold_the_run_stops(data: Tables) -> None:
     shorten_chunks(data, 2)
     limit = 1.5 / len(data["chunks"])
-    error = failure(data, ValidateParams(max_row_failure_fraction=limit))
+    error = failure(data, ValidateParams(max_row_failure_fraction=limit, **SMALL_EVAL))
     assert error.checks() == {("chunks", "max_row_failure_fraction")}
     message = str(error)
     assert "text:passage_length 2" in message and "above" in message
@@ -624,7 +654,8 @@ def test_the_default_threshold_comes_from_params_yaml(data: Tables) -> None:
 
 def test_rows_removed_by_the_cascade_do_not_count_toward_the_threshold(data: Tables) -> None:
     """One bad chunk may take many pairs with it; the pairs table is not 'bad' for that."""
-    row = chunk_with_dependents(data)
+    chunks = data["chunks"]["chunk_id"]
+    row = int(chunks.map(data["pairs"]["positive_id"].value_counts()).fillna(0).idxmax())
     chunk_id = data["chunks"].at[row, "chunk_id"]
     data["chunks"].loc[row, "text"] = "short"
     chunk_share = 1 / len(data["chunks"])
@@ -632,7 +663,7 @@ def test_rows_removed_by_the_cascade_do_not_count_toward_the_threshold(data: Tab
     pairs_share = pairs_lost / len(data["pairs"])
     assert pairs_share > chunk_share  # the chunk with the most pairs has more than its share
     limit = (chunk_share + pairs_share) / 2
-    result = validate_tables(data, ValidateParams(max_row_failure_fraction=limit))
+    result = validate_tables(data, ValidateParams(max_row_failure_fraction=limit, **SMALL_EVAL))
     assert result.tables["pairs"].quarantined == pairs_lost
 
 
@@ -689,11 +720,12 @@ def test_main_succeeds_and_summarises(
     data["chunks"].loc[chunk_with_dependents(data), "text"] = "short"
     write_inputs(data, tmp_path)
     params = tmp_path / "params.yaml"
-    params.write_text("validate:\n  max_row_failure_fraction: 1.0\n")
+    params.write_text("validate:\n  max_row_failure_fraction: 1.0\n" + SMALL_EVAL_YAML)
     result = validate_command("--root", str(tmp_path), "--params", str(params))
     assert result.exit_code == 0
     out = result.stdout
     assert "chunks: 1 of" in out and "text:passage_length 1" in out
+    assert "validate: Evaluation set: 1 query over" in out
     assert "reports/data_quality/index.html (all expectations met)" in out
     assert (tmp_path / "metrics" / "data_quality.json").is_file()
 
@@ -703,7 +735,9 @@ def test_main_fails_with_a_clear_message_and_records_the_failure(
 ) -> None:
     data["qrels"].loc[0, "chunk_id"] = "2401.99999v1#c0000"
     write_inputs(data, tmp_path)
-    result = validate_command("--root", str(tmp_path), "--params", str(REPO / "params.yaml"))
+    params = tmp_path / "params.yaml"
+    params.write_text("validate:\n" + SMALL_EVAL_YAML)
+    result = validate_command("--root", str(tmp_path), "--params", str(params))
     assert result.exit_code == 1
     err = result.stderr
     assert "[qrels] chunk_exists" in err and "chunk_id='2401.99999v1#c0000'" in err
@@ -733,3 +767,85 @@ def test_main_help() -> None:
     result = validate_command("--help")
     assert result.exit_code == 0
     assert "data/quarantine/<table>.parquet" in result.stdout
+
+
+# -- the evaluation set's shape ---------------------------------------------------------
+
+
+def test_the_sample_eval_set_passes_at_the_pairs_stages_breadth(
+    pipeline_tables: Tables, pipeline_result: ValidationResult
+) -> None:
+    """pairs.max_relevant_share leaves out what validate would block at the same share."""
+    params = dataclasses.replace(
+        _PROJECT_PARAMS.validate,
+        min_queries=1,
+        max_query_relevant_share=_PROJECT_PARAMS.pairs.max_relevant_share,
+    )
+    result = validate_tables(pipeline_tables, params)
+    shape = result.metrics()["eval_set"]
+    assert shape == pipeline_result.metrics()["eval_set"]
+    assert shape["queries"] == len(result.kept["queries"]) >= 10
+    assert shape["passages"] == len(result.kept["chunks"])
+    assert 1 <= shape["relevant_per_query"]["median"] <= shape["relevant_per_query"]["max"]
+    assert shape["max_relevant_share"] <= params.max_query_relevant_share
+    assert shape["relevant_seen"] + shape["relevant_unseen"] == len(
+        result.kept["qrels"].drop_duplicates(["query_id", "chunk_id"])
+    )
+    assert result.tables["queries"].checks["eval_set"] == {
+        "min_queries": 0,
+        "query_relevant_share": 0,
+    }
+
+
+def test_too_few_queries_stop_validation_with_the_reason(pipeline_tables: Tables) -> None:
+    queries = (pipeline_tables["qrels"]["query_id"]).nunique()
+    params = dataclasses.replace(PARAMS.validate, min_queries=queries + 1)
+    error = failure(pipeline_tables, params)
+    assert error.checks() == {("queries", "min_queries")}
+    message = str(error)
+    assert f"only {queries} queries have a relevant passage" in message
+    assert f"fewer than validate.min_queries ({queries + 1})" in message
+    assert "mathembed pairs" in message
+    # One query fewer than there are passes.
+    validate_tables(pipeline_tables, dataclasses.replace(params, min_queries=queries))
+
+
+def test_a_query_relevant_to_much_of_the_corpus_stops_validation(data: Tables) -> None:
+    """Every passage of the slice made relevant to one query: it is named, worst first."""
+    query_id, concept = data["queries"].loc[0, ["query_id", "concept"]]
+    chunk_ids = data["chunks"]["chunk_id"]
+    known = set(data["qrels"].loc[data["qrels"]["query_id"] == query_id, "chunk_id"])
+    extra = pd.DataFrame(
+        {
+            "query_id": query_id,
+            "chunk_id": [chunk for chunk in chunk_ids if chunk not in known],
+            "grade": 1,
+            "unseen": False,
+        }
+    )
+    data["qrels"] = pd.concat([data["qrels"], extra], ignore_index=True)
+    params = dataclasses.replace(PARAMS.validate, max_query_relevant_share=0.5)
+    error = failure(data, params)
+    assert error.checks() == {("queries", "query_relevant_share")}
+    message = str(error)
+    passages = len(chunk_ids)
+    assert (
+        f"query {query_id} ({concept!r}): {passages} of {passages} passages relevant (100.0%)"
+        in (message)
+    )
+    assert "pairs.max_relevant_share" in message and "pairs.qrels_scope" in message
+    assert "rerun mathembed pairs and mathembed validate" in message
+    # At the full share the same set passes.
+    validate_tables(data, dataclasses.replace(params, max_query_relevant_share=1.0))
+
+
+def test_a_degenerate_eval_set_is_recorded_as_failed(
+    data: Tables, tmp_path: Path, quality_calls: list[Any]
+) -> None:
+    paths = write_inputs(data, tmp_path)
+    params = dataclasses.replace(PARAMS.validate, min_queries=len(data["queries"]) + 1)
+    with pytest.raises(ValidationError, match="validate.min_queries"):
+        run_validate(params, paths)
+    metrics = json.loads((paths.metrics / "data_quality.json").read_text())
+    assert metrics == {"passed": False, "failed_checks": ["queries: min_queries"]}
+    assert quality_calls == []
