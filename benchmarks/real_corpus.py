@@ -93,7 +93,7 @@ def build_graph(root: Path) -> pd.DataFrame:
     params = load_params()
     paths = Paths(root)
     run_prepare(params.prepare, paths, progress=False, workers=1)
-    run_graph(params.graph, paths, progress=False)
+    run_graph(params.graph, paths)
     return pd.read_parquet(paths.graph / "concepts.parquet")
 
 

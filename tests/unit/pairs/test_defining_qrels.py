@@ -108,6 +108,8 @@ def params(**changes: Any) -> PairsParams:
         "seed": 1,
         "qrels_scope": "defining",
         "max_relevant_share": 1.0,
+        "hard_negatives": True,
+        "max_structure_pairs": 1000,
     }
     settings.update(changes)
     return PairsParams(**settings)
@@ -167,3 +169,21 @@ def test_a_query_with_too_much_of_the_corpus_relevant_is_left_out() -> None:
     assert result.counts["held_out_too_broad"] == 1
     kept = build_pairs(**tables(filler=2), params=params(max_relevant_share=0.5))
     assert len(kept.queries) == 1 and kept.counts["held_out_too_broad"] == 0
+
+
+def test_a_name_pair_gets_a_passage_naming_the_concept_without_defining_it() -> None:
+    result = build_pairs(**tables(), params=params(hard_negatives=True, max_chunks_per_concept=1))
+    kept = "flat module" if held_out_name() == "affine scheme" else "affine scheme"
+    paper = "2401.00002" if kept == "flat module" else "2401.00001"
+    (row,) = result.pairs[result.pairs["anchor"] == kept].itertuples()
+    assert (row.positive_id, row.negative_id) == (f"{paper}v1#c0000", f"{paper}v1#c0001")
+    assert row.negative.startswith("Lemma.")
+    # Every pair has a negative, none of them a passage defining the held-out concept.
+    assert (result.pairs["negative_id"] != "").all()
+    held_defining = "2401.00001v1#c0000" if kept == "flat module" else "2401.00002v1#c0000"
+    assert held_defining not in set(result.pairs["negative_id"])
+
+
+def test_without_hard_negatives_no_pair_has_one() -> None:
+    result = build_pairs(**tables(), params=params(hard_negatives=False))
+    assert (result.pairs["negative"] == "").all() and (result.pairs["negative_id"] == "").all()
