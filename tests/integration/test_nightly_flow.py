@@ -84,7 +84,12 @@ def stack(tmp_path_factory: pytest.TempPathFactory, tiny_bert_dir: Path) -> Iter
                     "max_steps": 80,
                     "learning_rate": 1.0e-3,
                 },
-                "promote": {"server_timeout_seconds": 2.0, "lock_timeout_seconds": 60.0},
+                # ~20 synthetic queries cannot reach p < 0.01: this stack tests the plumbing.
+                "promote": {
+                    "server_timeout_seconds": 2.0,
+                    "lock_timeout_seconds": 60.0,
+                    "significance": False,
+                },
                 "flow": {
                     "dvc_remote": "s3",
                     "network_retries": 1,

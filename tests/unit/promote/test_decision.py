@@ -25,7 +25,9 @@ def scores(mrr: float, ndcg: float, per_query_mrr: list[float] | None = None) ->
 
 
 def rule(**changes: object) -> PromoteParams:
-    return dataclasses.replace(PromoteParams(), **changes)  # type: ignore[arg-type]
+    """The metric rule alone unless a test asks for the significance gate (its own tests)."""
+    settings: dict[str, object] = {"significance": False, **changes}
+    return dataclasses.replace(PromoteParams(), **settings)  # type: ignore[arg-type]
 
 
 BASE = scores(0.20, 0.25)

@@ -83,6 +83,8 @@ def training_pairs() -> pd.DataFrame:
             "kind": "name",
             "concept": concept,
             "positive_id": f"2401.0000{index}v1#c0000",
+            "negative": "",  # plain pairs: what these tests pin is the pairs' own signal
+            "negative_id": "",
             "split": "train",
         }
         for index, concept in enumerate(TRAINED)
