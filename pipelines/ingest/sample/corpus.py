@@ -30,8 +30,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import shutil
-import tempfile
 import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -40,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.common.io import read_json
-from pipelines.ingest.sample.generator.build import iso_time, swap_in
+from pipelines.ingest.sample.generator.build import built_in_staging, iso_time
 from pipelines.ingest.sample.generator.packaging import tar_gz
 from pipelines.ingest.sample.manifest import (
     CONTENT_TYPE_TAR,
@@ -282,16 +280,10 @@ def build_corpus_mirror(
     if missing:
         raise FileNotFoundError(f"{corpus_dir} lacks {', '.join(missing)}")
     times = spread_times(len(names), start, end)
-    out_dir = out_dir.resolve()
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
-    try:
-        manifest = _write_corpus_mirror(staging, corpus_dir, names, times, start, end)
-        swap_in(staging, out_dir)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return manifest
+    return built_in_staging(
+        out_dir,
+        lambda staging: _write_corpus_mirror(staging, corpus_dir, names, times, start, end),
+    )
 
 
 def _write_corpus_mirror(

@@ -7,9 +7,10 @@ import os
 import random
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import date, datetime
 from pathlib import Path
+from typing import TypeVar
 
 from tqdm import tqdm  # type: ignore[import-untyped]  # no stubs pinned (types-tqdm)
 
@@ -33,6 +34,9 @@ DEFAULT_START = date(2024, 1, 1)
 DEFAULT_END = date(2024, 3, 31)
 
 
+T = TypeVar("T")
+
+
 def generate_mirror(
     out_dir: Path,
     n_papers: int,
@@ -44,16 +48,25 @@ def generate_mirror(
 ) -> Manifest:
     """Write the sample mirror to ``out_dir`` (replacing it) and return its manifest."""
     plans = plan_papers(n_papers, seed, start, end)
+    return built_in_staging(
+        out_dir,
+        lambda staging: _write_mirror(staging, plans, seed, n_papers, start, end, progress),
+    )
+
+
+def built_in_staging(out_dir: Path, write: Callable[[Path], T]) -> T:
+    """Run ``write`` on a fresh folder beside ``out_dir``, then swap it in: a mirror is
+    replaced whole or not at all (a failed build leaves the old one and no debris)."""
     out_dir = out_dir.resolve()
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
     try:
-        manifest = _write_mirror(staging, plans, seed, n_papers, start, end, progress)
+        result = write(staging)
         swap_in(staging, out_dir)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return manifest
+    return result
 
 
 def _write_mirror(
