@@ -132,6 +132,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--project", type=Path, default=REPO, help="a project the pipeline ran in")
     parser.add_argument("--skip-concepts", action="store_true", help="retrieval part only")
+    parser.add_argument(
+        "--key", default="retrieval", help="where the retrieval figures go in the record"
+    )
     args = parser.parse_args()
     record: dict[str, Any] = {}
     if RESULT.is_file():
@@ -139,7 +142,7 @@ def main() -> None:
     if not args.skip_concepts:
         record["concepts"] = concept_quality()
     if (args.project / "metrics" / "eval_per_query.parquet").is_file():
-        record["retrieval"] = retrieval_quality(args.project)
+        record[args.key] = retrieval_quality(args.project)
     RESULT.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
     print(json.dumps(record, indent=1, ensure_ascii=False)[:4000])
 
