@@ -282,9 +282,51 @@ _HEAD_TYPES: dict[str, ConceptType] = {
 _KIND_SUFFIX = {"lemma": "lemma", "conjecture": "conjecture"}
 
 
+#: Words that make a name a piece of prose, not a concept: a name that starts or ends with
+#: one, or has nothing else, is refused ("there", "our assumption", "computation above",
+#: "result now", "further claim about square").
+DISCOURSE_WORDS = word_set(
+    """there here now then thus hence therefore so also above below following previous
+    preceding latter former further furthermore moreover our we us you they this that these
+    those it its itself such same other another each every some any all many most more less
+    much very just only still again indeed clearly obviously exactly immediately namely
+    certainly actually simply really already always never often sometimes usually quite
+    rather even though although whereas while since because if iff when whenever where
+    which who whose what how why not no yes one ones say says said call called let lets
+    given consider considered assume assumed suppose supposed see note recall similarly
+    conversely finally last next earlier later before after done nice
+    computation conclusion assumption claim discussion reasoning argument observation
+    remark example exercise proof equality inequality above-mentioned aforementioned
+    assertion axiom axioms
+    satisfies satisfy satisfying has have having is are be being was were covers cover
+    holds hold denote denotes denoted write written priori posteriori"""
+)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def is_discourse(name: str) -> bool:
+    """Whether ``name`` is prose rather than a concept: it starts or ends with a discourse
+    word, or holds nothing else."""
+    words = [word for word in re.split(r"[\s\u2013-]+", name.lower()) if word]
+    words = [re.sub(r"'s$|[^a-z0-9']", "", word) for word in words]
+    words = [word for word in words if word]
+    if not words:
+        return True
+    return words[0] in DISCOURSE_WORDS or words[-1] in DISCOURSE_WORDS
+
+
 @functools.lru_cache(maxsize=1 << 16)
 def clean_term(raw: str) -> str | None:
     """A candidate term trimmed of articles and stray math, or None when it is no concept."""
+    term = _trimmed_term(raw)
+    if term is None or is_discourse(term):
+        return None  # prose, not a concept: "there", "our assumption", "result now"
+    return term
+
+
+def _trimmed_term(raw: str) -> str | None:
+    """:func:`clean_term` but for the discourse rule, which a statement's name meets only
+    once its kind is added ("Genus one" -> "Genus one lemma", a name, not prose)."""
     term = " ".join(raw.replace("\n", " ").split()).strip(" ,.;:()[]{}'\"")
     term = re.sub(r"^(?:the|an?)\s+", "", term, flags=re.IGNORECASE)
     # Standalone math around the words goes ("$\\lambda$ a strict partition"); math
@@ -329,7 +371,7 @@ def clean_statement_name(name: str) -> str | None:
     name = _CITATION.sub(" ", name).split("[", 1)[0]  # "..., [Chapter 1.8]" goes too
     if re.search(r"[\]]|\d", name):
         return None
-    return clean_term(name)
+    return _trimmed_term(name)
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -340,6 +382,11 @@ def statement_concept_name(kind: str, name: str) -> str | None:
     name gets the statement kind: "Euler" -> "Euler's theorem", "Rogers–Ramanujan" (a
     lemma) -> "Rogers–Ramanujan lemma". Definitions name the defined term itself.
     """
+    display = _stated_name(kind, name)
+    return None if display is None or is_discourse(display) else display
+
+
+def _stated_name(kind: str, name: str) -> str | None:
     term = clean_statement_name(name)
     if term is None:
         return None

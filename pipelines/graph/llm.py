@@ -39,7 +39,6 @@ from pipelines.graph.extractor import (
     PaperDocument,
     RelationCandidate,
 )
-from pipelines.graph.terms import is_discourse
 
 SYSTEM_PROMPT = (
     "You extract mathematical concepts from excerpts of a research paper, for a knowledge "
@@ -134,7 +133,7 @@ def extraction_from_reply(paper_id: str, reply: dict[str, Any]) -> tuple[Extract
             dropped += 1
             continue
         name = clean_term(item["name"])
-        if name is None or is_discourse(name):
+        if name is None:
             dropped += 1
             continue
         concept_type: ConceptType = item["type"] if item.get("type") in CONCEPT_TYPES else "other"

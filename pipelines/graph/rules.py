@@ -48,7 +48,7 @@ from pipelines.graph.extractor import (
     PaperDocument,
     Statement,
 )
-from pipelines.graph.terms import defined_term, is_discourse
+from pipelines.graph.terms import defined_term
 
 # -- terms ----------------------------------------------------------------------------
 
@@ -328,7 +328,7 @@ class RulesExtractor:
         for chunk_id, text in texts:
             for found_term in _terms(text):
                 term = clean_term(found_term.raw)
-                if term is None or is_discourse(term):
+                if term is None:
                     continue
                 defined = not found_term.by_relation
                 found.append(
@@ -343,7 +343,7 @@ class RulesExtractor:
                 )
             for raw in _keywords(text):
                 term = clean_term(raw)
-                if term is not None and not is_discourse(term):
+                if term is not None:
                     found.append(
                         ConceptCandidate(
                             display_name=term,
@@ -375,7 +375,7 @@ def _statement_concepts(statement: Statement, passages: PassageFinder) -> list[C
             )
         return candidates
     display = statement_concept_name(statement.kind, statement.name)
-    if display is None or is_discourse(display):
+    if display is None:
         return []
     default: ConceptType = "conjecture" if statement.kind == "conjecture" else "theorem"
     bare = clean_statement_name(statement.name)
@@ -404,15 +404,15 @@ def _defined_terms(statement: Statement) -> list[tuple[str, tuple[str, ...]]]:
     # "It is also known as ..." in a definition names the term being defined.
     pronoun_aliases = tuple(m["alias"] for m in _PRONOUN_ALIAS.finditer(statement.text))
     found: list[tuple[str, tuple[str, ...]]] = []
-    name = clean_statement_name(statement.name) if statement.name else None
-    if name is not None and not is_discourse(name):
+    name = statement_concept_name("definition", statement.name) if statement.name else None
+    if name is not None:
         found.append((name, _clean_aliases(pronoun_aliases)))
     marked = [term for term in (defined_term(raw) for raw in statement.terms) if term]
     if marked:
         return found + [(term, ()) for term in dict.fromkeys(marked)]
     for found_term in (*_definition_terms(statement.text), *_terms(statement.text)):
         term = clean_term(found_term.raw)
-        if term is not None and not is_discourse(term):
+        if term is not None:
             found.append((term, _clean_aliases((*found_term.aliases, *pronoun_aliases))))
     return found
 

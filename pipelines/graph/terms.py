@@ -12,8 +12,9 @@ name is one:
   kept only when several papers use it that way and it is not an everyday English word
   (:func:`corroborated`).
 
-No name made of discourse words is ever a concept, whatever the evidence
-(:func:`is_discourse`). Pure functions.
+No name made of discourse words is ever a concept, whatever the evidence: every name
+passes :func:`~pipelines.common.names.clean_term`, which refuses them
+(:func:`~pipelines.common.names.is_discourse`). Pure functions.
 """
 
 from __future__ import annotations
@@ -23,25 +24,6 @@ import re
 
 from pipelines.common.names import INLINE_MATH, clean_term, normalise_name, word_set
 
-#: Words that make a name a piece of prose, not a concept: a name that starts or ends with
-#: one, or has nothing else, is refused ("there", "our assumption", "computation above",
-#: "result now", "further claim about square").
-DISCOURSE_WORDS = word_set(
-    """there here now then thus hence therefore so also above below following previous
-    preceding latter former further furthermore moreover our we us you they this that these
-    those it its itself such same other another each every some any all many most more less
-    much very just only still again indeed clearly obviously exactly immediately namely
-    certainly actually simply really already always never often sometimes usually quite
-    rather even though although whereas while since because if iff when whenever where
-    which who whose what how why not no yes one ones say says said call called let lets
-    given consider considered assume assumed suppose supposed see note recall similarly
-    conversely finally last next earlier later before after done nice
-    computation conclusion assumption claim discussion reasoning argument observation
-    remark example exercise proof equality inequality above-mentioned aforementioned
-    assertion axiom axioms
-    satisfies satisfy satisfying has have having is are be being was were covers cover
-    holds hold denote denotes denoted write written priori posteriori"""
-)
 #: Prepositions and articles a marked term may trail ("scheme over $S$" -> "scheme over").
 _TRAILING = word_set(
     "of at over to on for in with by from and or the a an associated relative respect along "
@@ -76,7 +58,7 @@ def defined_term(raw: str) -> str | None:
     while words and words[-1].lower() in _TRAILING:
         words.pop()
     term = clean_term(" ".join(words))
-    if term is None or is_discourse(term) or _is_bare_adverb(term):
+    if term is None or _is_bare_adverb(term):
         return None
     return term
 
@@ -91,18 +73,6 @@ def _is_bare_adverb(term: str) -> bool:
 
 
 @functools.lru_cache(maxsize=1 << 16)
-def is_discourse(name: str) -> bool:
-    """Whether ``name`` is prose rather than a concept: it starts or ends with a discourse
-    word, or holds nothing else."""
-    words = [word for word in re.split(r"[\s\u2013-]+", name.lower()) if word]
-    words = [re.sub(r"'s$|[^a-z0-9']", "", word) for word in words]
-    words = [word for word in words if word]
-    if not words:
-        return True
-    return words[0] in DISCOURSE_WORDS or words[-1] in DISCOURSE_WORDS
-
-
-@functools.lru_cache(maxsize=1 << 16)
 def is_everyday_word(name: str) -> bool:
     """A one-word name common in everyday English ("choice", "latter"); math words are rare
     there ("surjective" 1.6, "presheaf" 0)."""
@@ -113,5 +83,6 @@ def is_everyday_word(name: str) -> bool:
 
 
 def corroborated(name: str, weak_papers: int) -> bool:
-    """Whether a name seen only with weak evidence is still a concept."""
-    return weak_papers >= MIN_WEAK_PAPERS and not is_discourse(name) and not is_everyday_word(name)
+    """Whether a name seen only with weak evidence is still a concept (it passed
+    :func:`~pipelines.common.names.clean_term`, so it is no discourse phrase)."""
+    return weak_papers >= MIN_WEAK_PAPERS and not is_everyday_word(name)

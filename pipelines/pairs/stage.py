@@ -475,7 +475,6 @@ def chunks_naming(concept: str, surfaces: Iterable[str], texts: dict[str, str]) 
 class _PaperStructure:
     """Where each statement and proof sits among the passages, and what cites what."""
 
-    chunk_of: dict[str, str]  # statement_id -> the passage holding its start ("" if none)
     span_of: dict[str, tuple[str, ...]]  # statement_id -> the passages its text runs over
     proof_span_of: dict[str, tuple[str, ...]]  # ... and those its proof runs over
     proof_of: dict[str, str]  # statement_id -> its proof's text
@@ -495,7 +494,6 @@ class _PaperStructure:
             texts[paper_id].append((chunk_id, text))
         passages = {paper_id: PassageFinder(chunks) for paper_id, chunks in texts.items()}
         nowhere = PassageFinder(())
-        chunk_of: dict[str, str] = {}
         span_of: dict[str, tuple[str, ...]] = {}
         proof_span_of: dict[str, tuple[str, ...]] = {}
         proof_of: dict[str, str] = {}
@@ -513,14 +511,13 @@ class _PaperStructure:
         for statement_id, paper_id, _label, text, _refs, proof in rows:
             finder = passages.get(paper_id, nowhere)
             span_of[statement_id] = finder.span(text)
-            chunk_of[statement_id] = span_of[statement_id][0] if span_of[statement_id] else ""
             if proof:
                 proof_of[statement_id] = proof
                 proof_span_of[statement_id] = finder.span(proof)
         cited = cited_statements(
             (sid, paper, label, refs) for sid, paper, label, _t, refs, _p in rows
         )
-        return cls(chunk_of, span_of, proof_span_of, proof_of, cited, citing_statements(cited))
+        return cls(span_of, proof_span_of, proof_of, cited, citing_statements(cited))
 
     def defining(self, statement_ids: Iterable[str], naming: set[str]) -> set[str]:
         """The passages defining or stating a concept: where each of its ``statement_ids``

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines.graph.terms import corroborated, defined_term, is_discourse, is_everyday_word
+from pipelines.common.names import is_discourse
+from pipelines.graph.terms import corroborated, defined_term, is_everyday_word
 
 
 @pytest.mark.parametrize(
@@ -63,3 +64,13 @@ def test_a_weak_name_needs_papers_and_rarity() -> None:
     assert not corroborated("surjective", 1)
     assert not corroborated("choice", 5)
     assert not corroborated("there", 40)
+
+
+def test_every_name_passes_the_one_discourse_rule_and_a_statement_meets_it_with_its_kind() -> None:
+    from pipelines.common.names import clean_term, statement_concept_name
+
+    assert clean_term("our assumption") is None and clean_term("result now") is None
+    assert clean_term("Zariski topology") == "Zariski topology"
+    # "Genus one" ends in a discourse word, "Genus one lemma" does not: the name stays.
+    assert statement_concept_name("lemma", "Genus one") == "Genus one lemma"
+    assert statement_concept_name("definition", "our assumption") is None

@@ -15,6 +15,7 @@ import pytest
 from repo import REPO
 from typer.testing import CliRunner
 
+from benchmarks.real_corpus import SHARED_CORPUS
 from pipelines import cli
 from pipelines.common import io as common_io
 from pipelines.common.config import ConfigError, IngestParams, SampleParams, load_params
@@ -41,7 +42,6 @@ from pipelines.ingest.stage import run_from_source, version_folder
 from pipelines.validate.schemas import ARXIV_ID
 
 CORPUS = REPO / CORPUS_DIR
-SHARED_CORPUS = REPO.parent / "shared" / "corpora" / "stacks-project"
 # The brief of issue 11: definition-dense chapters, small enough for the CPU demo.
 CHAPTERS = {
     f"{name}.tex"

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from repo import REPO
 
+from benchmarks.real_corpus import SHARED_CORPUS
 from pipelines.common import io
 from pipelines.common.config import IngestParams
 from pipelines.common.paths import RAW_META_FILE, RAW_SOURCE_FILE, Paths
@@ -26,7 +27,6 @@ from pipelines.ingest.sample.generator.packaging import tar_gz
 from pipelines.ingest.stage import COUNT_KEYS, archive_limits, run_from_source, version_folder
 
 CORPUS = REPO / CORPUS_DIR
-SHARED_CORPUS = REPO.parent / "shared" / "corpora" / "stacks-project"
 DEFINITION = re.compile(r"\\begin\{definition\}.*?\\end\{definition\}\n?", re.DOTALL)
 ACCENTED = "% Zürich, Besançon, Orsay: \\'etale à la Grothendieck\nÉtale morphisms are open.\n"
 START, END = date(2024, 1, 1), date(2024, 3, 31)
