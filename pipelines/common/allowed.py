@@ -1,5 +1,6 @@
 """What a knob of ``params.yaml`` may hold, declared on its field in
-:mod:`pipelines.common.config` (``Annotated[float, Range(0, 1)]``) and checked by its loader."""
+:mod:`pipelines.common.config` (``Annotated[float, Range(0, 1)]``) and checked by pydantic
+when a params file is read."""
 
 from __future__ import annotations
 
@@ -9,9 +10,24 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Annotated, Any
 
+from pydantic import GetCoreSchemaHandler, Strict, ValidationInfo
+from pydantic_core import CoreSchema, PydanticCustomError, core_schema
+
+#: The validation context under which the rules below apply: reading a params file. A
+#: section built in code (``PairsParams(held_out_fraction=1.0)``) is type-checked only, so
+#: tests can build the corner cases a person may not ask for in a file.
+_CHECK_ALLOWED = "mathembed.check_allowed"
+FILE_CONTEXT = {_CHECK_ALLOWED: True}
+
+#: The pydantic error type a broken rule raises (the loader shows it as "allowed: ...").
+NOT_ALLOWED = "not_allowed"
+
 
 class Allowed:
-    """What a knob may hold, declared on its field: ``Annotated[int, Range(1)]``."""
+    """What a knob may hold, declared on its field: ``Annotated[int, Range(1)]``.
+
+    Pydantic runs it after the field's type check (``__get_pydantic_core_schema__``).
+    """
 
     def accepts(self, value: Any) -> bool:
         raise NotImplementedError
@@ -19,6 +35,22 @@ class Allowed:
     def describe(self) -> str:
         """What is allowed, for the error message."""
         raise NotImplementedError
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> CoreSchema:
+        return core_schema.with_info_after_validator_function(self._check, handler(source))
+
+    def _check(self, value: Any, info: ValidationInfo) -> Any:
+        checking = isinstance(info.context, dict) and info.context.get(_CHECK_ALLOWED)
+        if checking and not self.accepts(value):
+            shown = list(value) if isinstance(value, tuple) else value
+            raise PydanticCustomError(
+                NOT_ALLOWED,
+                "got {shown}; allowed: {allowed}",
+                {"shown": repr(shown), "allowed": self.describe()},
+            )
+        return value
 
 
 @dataclass(frozen=True)
@@ -136,10 +168,17 @@ class TimeZoneName(Allowed):
         return True
 
 
+# The value types of knobs: what the YAML holds, never converted. ``true`` is no number
+# and "3" no int; a float knob takes an int (3 -> 3.0). A list becomes a tuple.
+Int = Annotated[int, Strict()]
+Float = Annotated[float, Strict()]
+Str = Annotated[str, Strict()]
+Bool = Annotated[bool, Strict()]
+
 # The ranges most knobs share.
-Count = Annotated[int, Range(1)]  # how many of something: at least one
-Retries = Annotated[int, Range(0)]  # retries after the first try
-Seed = Annotated[int, Range(0)]
-Seconds = Annotated[float, Range(0, low_open=True)]  # a timeout
-Delay = Annotated[float, Range(0)]  # a pause; 0 = none
-Name = Annotated[str, NonEmpty()]
+Count = Annotated[Int, Range(1)]  # how many of something: at least one
+Retries = Annotated[Int, Range(0)]  # retries after the first try
+Seed = Annotated[Int, Range(0)]
+Seconds = Annotated[Float, Range(0, low_open=True)]  # a timeout
+Delay = Annotated[Float, Range(0)]  # a pause; 0 = none
+Name = Annotated[Str, NonEmpty()]

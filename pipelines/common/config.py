@@ -1,38 +1,53 @@
-"""Typed configuration: ``params.yaml`` read once into frozen dataclasses.
+"""Typed configuration: ``params.yaml`` read once into frozen pydantic dataclasses.
 
-Each stage takes the one section it needs (``params.prepare``, ...). Unknown keys, wrong
-types, repeated keys and out-of-range values are errors that name the key and the file, so a
-typo in ``params.yaml`` fails loudly instead of silently falling back to a default or running
-with a value that quietly does the wrong thing. A knob's allowed values are declared on its
-field (``Annotated[float, Range(0, 1)]``) and checked by the loader; knobs that only make
-sense together are checked by their stage (``train.*`` in ``pipelines/train/setup.py``,
-``prepare.*`` in ``pipelines/prepare/stage.py``).
+Each stage takes the one section it needs (``params.prepare``, ...). Pydantic checks every
+value against its field: unknown keys, wrong types (``true`` is no number, ``"3"`` no int),
+repeated keys and out-of-range values are errors that name the key and the file, in one
+line, so a typo in ``params.yaml`` fails loudly instead of silently falling back to a
+default or running with a value that quietly does the wrong thing. A knob's allowed values
+are declared on its field (``Annotated[Float, Range(0, 1)]``, :mod:`pipelines.common.allowed`)
+and checked when a file is read; knobs that only make sense together are checked by their
+stage (``train.*`` in ``pipelines/train/setup.py``, ``prepare.*`` in
+``pipelines/prepare/stage.py``).
+
+The file is read as YAML 1.2 reads numbers, as DVC writes them: ``dvc exp run -S
+train.learning_rate=2e-5`` writes ``2e-05``, a float to DVC and YAML 1.2 but a string to
+PyYAML's YAML 1.1 rules, which want a dot in the mantissa (``2.0e-05``).
 
 The project's own ``params.yaml`` is the one place every knob's default is written: a key
 left out of another params file (or of a section built in code, ``TrainParams(epochs=1)``)
-takes the project file's value, never a second default written here.
+takes the project file's value, never a second default written here. Sections are pydantic
+*dataclasses*, so ``dataclasses.replace`` and ``dataclasses.asdict`` work on them (and
+validate again).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 import sys
-import types
 import typing
 from collections.abc import Hashable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
 import yaml
+from pydantic import ConfigDict, TypeAdapter, ValidationError
+from pydantic.dataclasses import dataclass as pydantic_dataclass
+from pydantic_core import ErrorDetails
 
 from pipelines.common.allowed import (
-    Allowed,
+    FILE_CONTEXT,
+    NOT_ALLOWED,
+    Bool,
     Count,
     CronSchedule,
     Delay,
+    Float,
     HttpUrl,
+    Int,
     IsoDate,
     MetricName,
     Name,
@@ -41,6 +56,7 @@ from pipelines.common.allowed import (
     Retries,
     Seconds,
     Seed,
+    Str,
     TimeZoneName,
 )
 
@@ -91,6 +107,16 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
+# YAML 1.2's float (core schema) where YAML 1.1 wants a dot: `2e-05`, `1E5`, `-3.5e+2`.
+# DVC (ruamel.yaml, YAML 1.2) writes and reads floats this way; without this, PyYAML reads
+# the `2e-05` that `dvc exp run -S train.learning_rate=2e-5` writes as the string "2e-05".
+# A quoted "2e-05" stays a string: the author asked for one.
+_YAML_12_FLOAT = re.compile(r"^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)[eE][-+]?[0-9]+$")
+_UniqueKeyLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float", _YAML_12_FLOAT, list("-+.0123456789")
+)
+
+
 def _read_yaml(path: Path) -> Any:
     """``path`` parsed with repeated keys refused; errors as one line naming the file."""
     text = path.read_text(encoding="utf-8")
@@ -115,6 +141,11 @@ class _FromParamsYaml:
 
 FROM_PARAMS_YAML: Any = _FromParamsYaml()
 
+_S = TypeVar("_S")
+
+#: Every section: a key it does not declare is an error (pydantic's extra="forbid").
+SECTION_CONFIG = ConfigDict(extra="forbid")
+
 
 class _Section:
     """A ``params.yaml`` section: a field left unset takes the project file's value."""
@@ -122,11 +153,36 @@ class _Section:
     section: ClassVar[str]
 
     def __post_init__(self) -> None:
-        hints = typing.get_type_hints(type(self), include_extras=True)
+        # Pydantic leaves a default unvalidated; the project file's value is checked here.
+        section_type: type = type(self)
+        hints = _type_hints(section_type)
         for item in dataclasses.fields(self):  # type: ignore[arg-type]
             if getattr(self, item.name) is FROM_PARAMS_YAML:
                 value = project_default(self.section, item.name, hints[item.name])
                 object.__setattr__(self, item.name, value)
+
+
+def _config_errors(cls: type[_S]) -> type[_S]:
+    """``cls`` whose constructor (and so ``dataclasses.replace``) raises :class:`ConfigError`
+    like the loader, not pydantic's ValidationError: one line naming ``section.key``."""
+    validating_init = cls.__init__
+
+    @functools.wraps(validating_init)
+    def __init__(self: _S, *args: Any, **kwargs: Any) -> None:
+        try:
+            validating_init(self, *args, **kwargs)
+        except ValidationError as error:
+            section = getattr(cls, "section", None)
+            prefix = (section,) if section else ()
+            raise _config_error(error, f"{cls.__name__}(...)", prefix) from error
+
+    cls.__init__ = __init__  # type: ignore[method-assign,assignment]
+    return cls
+
+
+@functools.cache
+def _type_hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls, include_extras=True)
 
 
 @functools.cache
@@ -140,18 +196,27 @@ def _project_params() -> dict[str, Any]:
     return raw if isinstance(raw, dict) else {}
 
 
+@functools.cache
+def _adapter(hint: Any) -> TypeAdapter[Any]:
+    return TypeAdapter(hint)
+
+
 def project_default(section: str, key: str, hint: Any) -> Any:
-    """``section.key`` of the project's params.yaml, typed as ``hint``."""
+    """``section.key`` of the project's params.yaml, checked as ``hint``."""
     values = _project_params().get(section)
     if not isinstance(values, Mapping) or key not in values:
         raise ConfigError(
             f"{PROJECT_PARAMS_FILE} lacks {section}.{key}: every knob's default is written "
             "there; add it"
         )
-    return _coerce(hint, values[key], f"{PROJECT_PARAMS_FILE}: {section}.{key}")
+    try:
+        return _adapter(hint).validate_python(values[key], context=FILE_CONTEXT)
+    except ValidationError as error:
+        raise _config_error(error, str(PROJECT_PARAMS_FILE), (section, key)) from error
 
 
-@dataclass(frozen=True)
+@_config_errors
+@pydantic_dataclass(frozen=True, config=SECTION_CONFIG)
 class SampleParams(_Section):
     section: ClassVar[str] = "sample"
 
@@ -160,18 +225,19 @@ class SampleParams(_Section):
     corpus: Literal["stacks-project", "synthetic"] = FROM_PARAMS_YAML
     n_papers: Count = FROM_PARAMS_YAML
     seed: Seed = FROM_PARAMS_YAML
-    start_date: Annotated[str, IsoDate()] = FROM_PARAMS_YAML
-    end_date: Annotated[str, IsoDate()] = FROM_PARAMS_YAML
+    start_date: Annotated[Str, IsoDate()] = FROM_PARAMS_YAML
+    end_date: Annotated[Str, IsoDate()] = FROM_PARAMS_YAML
 
 
-@dataclass(frozen=True)
+@_config_errors
+@pydantic_dataclass(frozen=True, config=SECTION_CONFIG)
 class IngestParams(_Section):
     section: ClassVar[str] = "ingest"
 
     source: Literal["sample", "arxiv"] = FROM_PARAMS_YAML
-    base_url: Annotated[str, HttpUrl()] = FROM_PARAMS_YAML
+    base_url: Annotated[Str, HttpUrl()] = FROM_PARAMS_YAML
     categories: Annotated[tuple[Name, ...], NonEmpty()] = FROM_PARAMS_YAML
-    from_date: Annotated[str, IsoDate(time_allowed=True)] = FROM_PARAMS_YAML
+    from_date: Annotated[Str, IsoDate(time_allowed=True)] = FROM_PARAMS_YAML
     max_papers: Count = FROM_PARAMS_YAML
     page_size: Count = FROM_PARAMS_YAML
     delay_seconds: Delay = FROM_PARAMS_YAML
@@ -183,109 +249,116 @@ class IngestParams(_Section):
     max_archive_bytes: Count = FROM_PARAMS_YAML
 
 
-@dataclass(frozen=True)
+@_config_errors
+@pydantic_dataclass(frozen=True, config=SECTION_CONFIG)
 class PrepareParams(_Section):
     section: ClassVar[str] = "prepare"
 
-    chunk_chars: int = FROM_PARAMS_YAML
-    overlap_chars: int = FROM_PARAMS_YAML
-    min_chunk_chars: int = FROM_PARAMS_YAML
+    chunk_chars: Int = FROM_PARAMS_YAML
+    overlap_chars: Int = FROM_PARAMS_YAML
+    min_chunk_chars: Int = FROM_PARAMS_YAML
 
 
-@dataclass(frozen=True)
+@_config_errors
+@pydantic_dataclass(frozen=True, config=SECTION_CONFIG)
 class GraphParams(_Section):
     section: ClassVar[str] = "graph"
 
     extractor: Literal["rules", "llm"] = FROM_PARAMS_YAML
-    llm_url: str = FROM_PARAMS_YAML
-    llm_model: str = FROM_PARAMS_YAML
-    llm_api_key_env: str = FROM_PARAMS_YAML
+    llm_url: Str = FROM_PARAMS_YAML
+    llm_model: Str = FROM_PARAMS_YAML
+    llm_api_key_env: Str = FROM_PARAMS_YAML
     llm_max_retries: Retries = FROM_PARAMS_YAML
     llm_timeout_seconds: Seconds = FROM_PARAMS_YAML
     llm_backoff_seconds: Delay = FROM_PARAMS_YAML
     cooccurrence_min_papers: Count = FROM_PARAMS_YAML
 
 
-@dataclass(frozen=True)
+@_config_errors
+@pydantic_dataclass(frozen=True, config=SECTION_CONFIG)
 class PairsParams(_Section):
     section: ClassVar[str] = "pairs"
 
     max_chunks_per_concept: Count = FROM_PARAMS_YAML
-    max_edge_pairs: Annotated[int, Range(0)] = FROM_PARAMS_YAML  # 0: no graph-edge pairs
+    max_edge_pairs: Annotated[Int, Range(0)] = FROM_PARAMS_YAML  # 0: no graph-edge pairs
     # 0 held out leaves no eval queries, 1 no training concepts.
-    held_out_fraction: Annotated[float, Range(0, 1, low_open=True, high_open=True)] = (
+    held_out_fraction: Annotated[Float, Range(0, 1, low_open=True, high_open=True)] = (
         FROM_PARAMS_YAML
     )
     min_degree: Count = FROM_PARAMS_YAML
     # 1 would keep every paper's chunks out of training.
-    unseen_paper_fraction: Annotated[float, Range(0, 1, high_open=True)] = FROM_PARAMS_YAML
-    validation_fraction: Annotated[float, Range(0, 1, high_open=True)] = FROM_PARAMS_YAML
+    unseen_paper_fraction: Annotated[Float, Range(0, 1, high_open=True)] = FROM_PARAMS_YAML
+    validation_fraction: Annotated[Float, Range(0, 1, high_open=True)] = FROM_PARAMS_YAML
     seed: Seed = FROM_PARAMS_YAML
     qrels_scope: Literal["defining", "unnamed", "papers", "mentions"] = FROM_PARAMS_YAML
     # A query with more of the corpus relevant than this is no test of retrieval: left out.
-    max_relevant_share: Annotated[float, Range(0, 1, low_open=True)] = FROM_PARAMS_YAML
-    hard_negatives: bool = FROM_PARAMS_YAML
-    max_structure_pairs: Annotated[int, Range(0)] = FROM_PARAMS_YAML  # 0: none
+    max_relevant_share: Annotated[Float, Range(0, 1, low_open=True)] = FROM_PARAMS_YAML
+    hard_negatives: Bool = FROM_PARAMS_YAML
+    max_structure_pairs: Annotated[Int, Range(0)] = FROM_PARAMS_YAML  # 0: none
 
 
-@dataclass(frozen=True)
+@_config_errors
+@pydantic_dataclass(frozen=True, config=SECTION_CONFIG)
 class ValidateParams(_Section):
     section: ClassVar[str] = "validate"
 
-    min_passage_chars: Annotated[int, Range(0)] = FROM_PARAMS_YAML
+    min_passage_chars: Annotated[Int, Range(0)] = FROM_PARAMS_YAML
     max_passage_chars: Count = FROM_PARAMS_YAML
-    max_latex_markup_share: Annotated[float, Range(0, 1)] = FROM_PARAMS_YAML
-    max_row_failure_fraction: Annotated[float, Range(0, 1)] = FROM_PARAMS_YAML
+    max_latex_markup_share: Annotated[Float, Range(0, 1)] = FROM_PARAMS_YAML
+    max_row_failure_fraction: Annotated[Float, Range(0, 1)] = FROM_PARAMS_YAML
     min_queries: Count = FROM_PARAMS_YAML
-    max_query_relevant_share: Annotated[float, Range(0, 1, low_open=True)] = FROM_PARAMS_YAML
+    max_query_relevant_share: Annotated[Float, Range(0, 1, low_open=True)] = FROM_PARAMS_YAML
 
 
-@dataclass(frozen=True)
+@_config_errors
+@pydantic_dataclass(frozen=True, config=SECTION_CONFIG)
 class TrainParams(_Section):
     section: ClassVar[str] = "train"
 
-    base_model: str = FROM_PARAMS_YAML
+    base_model: Str = FROM_PARAMS_YAML
     pooling: Literal["cls", "mean"] = FROM_PARAMS_YAML
     loss: Literal["mnrl", "cached_mnrl"] = FROM_PARAMS_YAML
-    mini_batch_size: int = FROM_PARAMS_YAML
-    matryoshka_dims: tuple[int, ...] = FROM_PARAMS_YAML
-    learning_rate: float = FROM_PARAMS_YAML
-    warmup_ratio: float = FROM_PARAMS_YAML
-    epochs: int = FROM_PARAMS_YAML
-    batch_size: int = FROM_PARAMS_YAML
-    max_seq_length: int = FROM_PARAMS_YAML
+    mini_batch_size: Int = FROM_PARAMS_YAML
+    matryoshka_dims: tuple[Int, ...] = FROM_PARAMS_YAML
+    learning_rate: Float = FROM_PARAMS_YAML
+    warmup_ratio: Float = FROM_PARAMS_YAML
+    epochs: Int = FROM_PARAMS_YAML
+    batch_size: Int = FROM_PARAMS_YAML
+    max_seq_length: Int = FROM_PARAMS_YAML
     seed: Seed = FROM_PARAMS_YAML
-    max_steps: int = FROM_PARAMS_YAML
+    max_steps: Int = FROM_PARAMS_YAML
     device: Literal["auto", "cpu", "cuda"] = FROM_PARAMS_YAML
-    logging_steps: int = FROM_PARAMS_YAML
+    logging_steps: Int = FROM_PARAMS_YAML
     max_validation_pairs: Count = FROM_PARAMS_YAML
-    save_total_limit: int = FROM_PARAMS_YAML
+    save_total_limit: Int = FROM_PARAMS_YAML
     # The other train knobs are checked together by pipelines/train/setup.py check_params.
 
 
-@dataclass(frozen=True)
+@_config_errors
+@pydantic_dataclass(frozen=True, config=SECTION_CONFIG)
 class EvaluateParams(_Section):
     section: ClassVar[str] = "evaluate"
 
     ks: Annotated[tuple[Count, ...], NonEmpty()] = FROM_PARAMS_YAML
     dims: tuple[Count, ...] = FROM_PARAMS_YAML  # (): the candidate's own
     batch_size: Count = FROM_PARAMS_YAML
-    cache: bool = FROM_PARAMS_YAML
+    cache: Bool = FROM_PARAMS_YAML
 
 
-@dataclass(frozen=True)
+@_config_errors
+@pydantic_dataclass(frozen=True, config=SECTION_CONFIG)
 class PromoteParams(_Section):
     section: ClassVar[str] = "promote"
 
     registered_model: Name = FROM_PARAMS_YAML
     experiment: Name = FROM_PARAMS_YAML
-    metrics: Annotated[tuple[Annotated[str, MetricName()], ...], NonEmpty()] = FROM_PARAMS_YAML
+    metrics: Annotated[tuple[Annotated[Str, MetricName()], ...], NonEmpty()] = FROM_PARAMS_YAML
     # Metrics lie in [0, 1]: a negative margin promotes a worse model.
-    min_margin: Annotated[float, Range(0, 1, high_open=True)] = FROM_PARAMS_YAML
-    significance: bool = FROM_PARAMS_YAML
-    significance_metric: Annotated[str, MetricName()] = FROM_PARAMS_YAML
+    min_margin: Annotated[Float, Range(0, 1, high_open=True)] = FROM_PARAMS_YAML
+    significance: Bool = FROM_PARAMS_YAML
+    significance_metric: Annotated[Str, MetricName()] = FROM_PARAMS_YAML
     # p < alpha: alpha >= 1 lets every p-value through, alpha <= 0 none.
-    alpha: Annotated[float, Range(0, 1, low_open=True, high_open=True)] = FROM_PARAMS_YAML
+    alpha: Annotated[Float, Range(0, 1, low_open=True, high_open=True)] = FROM_PARAMS_YAML
     test_method: Literal["randomization", "bootstrap", "t"] = FROM_PARAMS_YAML
     n_resamples: Count = FROM_PARAMS_YAML
     seed: Seed = FROM_PARAMS_YAML
@@ -293,14 +366,15 @@ class PromoteParams(_Section):
     server_timeout_seconds: Seconds = FROM_PARAMS_YAML
 
 
-@dataclass(frozen=True)
+@_config_errors
+@pydantic_dataclass(frozen=True, config=SECTION_CONFIG)
 class FlowParams(_Section):
     section: ClassVar[str] = "flow"
 
-    schedule: Annotated[str, CronSchedule()] = FROM_PARAMS_YAML
-    timezone: Annotated[str, TimeZoneName()] = FROM_PARAMS_YAML
-    gpu_deployment: str = FROM_PARAMS_YAML
-    dvc_remote: str = FROM_PARAMS_YAML
+    schedule: Annotated[Str, CronSchedule()] = FROM_PARAMS_YAML
+    timezone: Annotated[Str, TimeZoneName()] = FROM_PARAMS_YAML
+    gpu_deployment: Str = FROM_PARAMS_YAML
+    dvc_remote: Str = FROM_PARAMS_YAML
     network_retries: Retries = FROM_PARAMS_YAML
     network_retry_delay_seconds: Delay = FROM_PARAMS_YAML
     webhook_env: Name = FROM_PARAMS_YAML
@@ -309,7 +383,8 @@ class FlowParams(_Section):
     train_timeout_seconds: Seconds = FROM_PARAMS_YAML
 
 
-@dataclass(frozen=True)
+@_config_errors
+@pydantic_dataclass(frozen=True, config=SECTION_CONFIG)
 class Params:
     sample: SampleParams = field(default_factory=SampleParams)
     ingest: IngestParams = field(default_factory=IngestParams)
@@ -321,9 +396,6 @@ class Params:
     evaluate: EvaluateParams = field(default_factory=EvaluateParams)
     promote: PromoteParams = field(default_factory=PromoteParams)
     flow: FlowParams = field(default_factory=FlowParams)
-
-
-T = TypeVar("T")
 
 
 def load_params(path: Path = PARAMS_FILE) -> Params:
@@ -344,52 +416,74 @@ def load_params(path: Path = PARAMS_FILE) -> Params:
 
 
 def params_from_mapping(raw: Mapping[str, Any], where: str = "params") -> Params:
+    """``raw`` (``{section: {key: value}}``) checked into :class:`Params`; ``where`` names it
+    in errors."""
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{where}: expected a mapping of sections, got {type(raw).__name__}")
-    return _build(Params, raw, where)
+    try:
+        params: Params = _adapter(Params).validate_python(raw, context=FILE_CONTEXT)
+    except ValidationError as error:
+        raise _config_error(error, where) from error
+    return params
 
 
-def _build(cls: type[T], raw: Mapping[str, Any], where: str) -> T:
-    assert dataclasses.is_dataclass(cls)
-    hints = typing.get_type_hints(cls, include_extras=True)
-    names = [field.name for field in dataclasses.fields(cls)]
-    unknown = sorted(set(raw) - set(names))
-    if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {unknown}; known keys are {names}")
-    values = {name: _coerce(hints[name], raw[name], f"{where}.{name}") for name in raw}
-    return cls(**values)
+# -- error messages --------------------------------------------------------------------
+
+# What a type error expected, in the words of the YAML a person writes.
+_EXPECTED = {
+    "int_type": "int",
+    "float_type": "float",
+    "string_type": "str",
+    "bool_type": "bool",
+    "tuple_type": "a list",
+    "dataclass_type": "a section (mapping)",
+}
 
 
-def _coerce(hint: Any, value: Any, where: str) -> Any:
-    origin = typing.get_origin(hint)
-    if origin is Annotated:
-        (base, *rules) = typing.get_args(hint)
-        coerced = _coerce(base, value, where)
-        for rule in rules:
-            if isinstance(rule, Allowed) and not rule.accepts(coerced):
-                shown = list(coerced) if isinstance(coerced, tuple) else coerced
-                raise ConfigError(f"{where}: got {shown!r}; allowed: {rule.describe()}")
-        return coerced
-    if dataclasses.is_dataclass(hint):
-        if not isinstance(value, Mapping):
-            raise ConfigError(f"{where}: expected a section (mapping), got {value!r}")
-        return _build(hint, value, where)  # type: ignore[arg-type]
-    if origin is Literal:
-        allowed = typing.get_args(hint)
-        if value not in allowed:
-            raise ConfigError(f"{where}: {value!r} is not one of {list(allowed)}")
-        return value
-    if origin is tuple:
-        if not isinstance(value, list | tuple):
-            raise ConfigError(f"{where}: expected a list, got {value!r}")
-        (item_type, _ellipsis) = typing.get_args(hint)
-        return tuple(_coerce(item_type, item, f"{where}[{i}]") for i, item in enumerate(value))
-    if origin in (typing.Union, types.UnionType):
-        raise ConfigError(f"{where}: unions are not supported in params")  # pragma: no cover
-    if hint is float and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
-    if hint in (int, float) and isinstance(value, bool):
-        raise ConfigError(f"{where}: expected {hint.__name__}, got {value!r}")
-    if not isinstance(value, hint):
-        raise ConfigError(f"{where}: expected {hint.__name__}, got {value!r}")
-    return value
+def _config_error(
+    error: ValidationError, where: str, prefix: tuple[str | int, ...] = ()
+) -> ConfigError:
+    """Pydantic's errors as one line: ``where: section.key: what is wrong``."""
+    problems: list[str] = []
+    unknown: dict[tuple[str | int, ...], list[str]] = {}
+    for detail in error.errors(include_url=False):
+        loc = (*prefix, *detail["loc"])
+        cause = detail.get("ctx", {}).get("error")
+        if isinstance(cause, ConfigError):
+            return cause  # the project file's own fault (a missing default), not ``where``'s
+        if detail["type"] == "unexpected_keyword_argument":
+            unknown.setdefault(loc[:-1], []).append(str(loc[-1]))
+        else:
+            problems.append(f"{_dotted(loc)}: {_problem(detail)}")
+    for parent, keys in unknown.items():
+        known = [item.name for item in dataclasses.fields(_section_type(parent))]
+        head = f"{_dotted(parent)}: " if parent else ""
+        problems.append(f"{head}unknown key(s) {sorted(keys)}; known keys are {known}")
+    return ConfigError(f"{where}: {'; '.join(problems)}")
+
+
+def _problem(detail: ErrorDetails) -> str:
+    kind, value = detail["type"], detail["input"]
+    if kind == NOT_ALLOWED:
+        return detail["msg"]
+    if kind in _EXPECTED:
+        return f"expected {_EXPECTED[kind]}, got {value!r}"
+    if kind == "literal_error":
+        return f"expected {detail.get('ctx', {}).get('expected')}, got {value!r}"
+    return f"{detail['msg']}, got {value!r}"
+
+
+def _dotted(loc: tuple[str | int, ...]) -> str:
+    """``("evaluate", "ks", 0)`` -> ``evaluate.ks[0]``."""
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else f"{'.' if text else ''}{part}"
+    return text
+
+
+def _section_type(loc: tuple[str | int, ...]) -> type:
+    """The class of the section at ``loc`` (``()``: :class:`Params`)."""
+    cls: type = Params
+    for part in loc:
+        cls = _type_hints(cls)[str(part)]
+    return cls

@@ -1,4 +1,4 @@
-"""``mathembed summary`` and ``mathembed services``: the developer's view of a run and the
+"""``mathembed report`` and ``mathembed services``: the developer's view of a run and the
 local real services (moto S3, MLflow, Prefect on 127.0.0.1)."""
 
 from __future__ import annotations
@@ -12,16 +12,16 @@ import typer
 from pipelines.common.cli import DEFAULT_ROOT, RootOption, fail
 
 
-def summary(root: RootOption = DEFAULT_ROOT) -> None:
-    """Print what the pipeline produced: each stage's counts, the evaluation and the decision.
+def report(root: RootOption = DEFAULT_ROOT) -> None:
+    """The decision and why, what each stage did, where the reports are.
 
-    Reads the stages' metrics files under metrics/ and says where the outputs and reports
-    are; changes nothing.
+    The first line is the decision (promoted, not promoted, or no decision yet and why);
+    reads the metrics files under metrics/ and changes nothing.
     """
     from pipelines.common.paths import Paths
-    from pipelines.dev.summary import render
+    from pipelines.dev.report import render_report
 
-    typer.echo(render(Paths(root)))
+    typer.echo(render_report(Paths(root)))
 
 
 class Action(StrEnum):
@@ -71,5 +71,7 @@ def services(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("summary")(summary)
+    app.command("report")(report)
+    # The name `make repro` and older notes use: the same report, not listed in --help.
+    app.command("summary", hidden=True)(report)
     app.command("services")(services)

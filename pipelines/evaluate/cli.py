@@ -38,12 +38,13 @@ def evaluate(
 
     Scores models/candidate/ against its base model on the validated held-out queries
     (data/validated/{chunks,queries,qrels}.parquet) at every Matryoshka dimension; writes
-    metrics/eval.json, metrics/eval_per_query.parquet and reports/eval/.
+    metrics/headline.json (the DVC metric), metrics/eval.json (every score),
+    metrics/eval_per_query.parquet and reports/eval/ (metrics.csv, plot data, figures).
     """
     from pipelines.common.models import ModelLoadError
     from pipelines.common.paths import Paths
+    from pipelines.evaluate.headline import PairedTest, format_p_value
     from pipelines.evaluate.reports import headline_metrics
-    from pipelines.evaluate.scoring import dim_key
     from pipelines.evaluate.sources import (
         BaseModelSpec,
         base_spec_from_metadata,
@@ -58,7 +59,7 @@ def evaluate(
         # The base is the model the candidate was fine-tuned from, as train recorded it;
         # params.yaml's train section only stands in when the candidate did not record one.
         recorded = base_spec_from_metadata(read_model_metadata(candidate_dir))
-        train = loaded.train
+        train, promote = loaded.train, loaded.promote
         report = run_evaluate(
             loaded.evaluate,
             paths,
@@ -66,15 +67,15 @@ def evaluate(
             base_model=recorded
             or BaseModelSpec(train.base_model, train.pooling, train.max_seq_length),
             outputs=EvalOutputs.default(paths, figures=not no_figures),
+            # promote's test settings: the headline's p-value is the one promotion sees.
+            paired_test=PairedTest(promote.test_method, promote.n_resamples, promote.seed),
             progress=sys.stderr.isatty(),
         )
-    summary = report.summary
-    dim = dim_key(summary["primary_dim"])
-    headline = headline_metrics(summary["ks"])
+    summary, headline = report.summary, report.headline
     parts = [
-        f"{model} " + " ".join(f"{m}={summary[model][dim][m]:.4f}" for m in headline)
-        for model in summary["models"]
-        if dim in summary.get(model, {})
+        f"{metric} {headline[f'candidate_{metric}']:.4f} vs base {headline[f'base_{metric}']:.4f} "
+        f"({format_p_value(headline[f'p_{metric}'])})"
+        for metric in headline_metrics(summary["ks"])
     ]
     typer.echo(
         f"evaluate: {summary['n_queries']} queries, {summary['corpus_size']} passages, "

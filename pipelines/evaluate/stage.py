@@ -15,7 +15,12 @@ the candidate's ``matryoshka_dims``, plus always its full dimension; cut-offs in
 
 Outputs:
 
-``metrics/eval.json`` (DVC metrics)::
+``metrics/headline.json`` (the stage's DVC metric): candidate and base MRR@10 and NDCG@10
+at the full dimension, their deltas and paired-test p-values, rounded
+(:mod:`pipelines.evaluate.headline`).
+
+``metrics/eval.json`` (every score; in git, a DVC output but not a DVC metric: its 900
+values would drown ``dvc metrics show``)::
 
     {"corpus_size": 447, "n_queries": 20, "queries_without_relevant": 0,
      "ks": [1, 5, 10, 100], "dims": [384, 256, 128, 64], "primary_dim": 384,
@@ -35,9 +40,11 @@ Outputs:
 ``metrics/eval_per_query.parquet``: ``query_id, model, dim, metric, value`` for subset
 ``all``, every model, dimension and metric; within one (model, dim, metric) the rows
 follow the query order of ``queries.parquet`` (queries without a relevant chunk left out).
-:func:`per_query_scores` reads one aligned vector back (for a paired test).
+:func:`per_query_scores` (:mod:`pipelines.evaluate.headline`) reads one aligned vector
+back (for a paired test).
 
-``reports/eval/``: the DVC plot data and figures (:mod:`pipelines.evaluate.reports`).
+``reports/eval/``: ``metrics.csv`` (eval.json's scores as one tidy table: ``subset, model,
+dim, metric, k, value``), the DVC plot data and figures (:mod:`pipelines.evaluate.reports`).
 """
 
 from __future__ import annotations
@@ -49,7 +56,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 import pandas as pd
 
 from pipelines.common import io
@@ -57,6 +63,13 @@ from pipelines.common.config import EvaluateParams
 from pipelines.common.embeddings import EmbeddingCache
 from pipelines.common.paths import MODEL_METADATA_FILE, Paths
 from pipelines.evaluate.eval_set import SUBSETS, EvalSet, load_eval_set
+from pipelines.evaluate.headline import (
+    TABLE_FILE,
+    PairedTest,
+    headline,
+    metrics_table,
+    write_headline,
+)
 from pipelines.evaluate.reports import write_reports
 from pipelines.evaluate.scoring import SubsetScores, Timer, dim_key, embed_eval_set, score_model
 from pipelines.evaluate.sources import (
@@ -100,6 +113,7 @@ class EvalOutputs:
     """
 
     metrics_file: Path
+    headline_file: Path
     per_query_file: Path
     reports_dir: Path
     figures: bool = True
@@ -108,6 +122,7 @@ class EvalOutputs:
     def default(cls, paths: Paths, *, figures: bool = True) -> EvalOutputs:
         return cls(
             metrics_file=paths.metric_file("eval"),
+            headline_file=paths.metric_file("headline"),
             per_query_file=paths.metrics / "eval_per_query.parquet",
             reports_dir=paths.eval_reports,
             figures=figures,
@@ -116,24 +131,14 @@ class EvalOutputs:
 
 @dataclass(frozen=True)
 class EvalReport:
-    """What a run produced: the eval.json content, the per-query table, where it wrote."""
+    """What a run produced: the eval.json and headline.json contents, the per-query table,
+    where it wrote."""
 
     summary: dict[str, Any]
+    headline: dict[str, Any]
     per_query: pd.DataFrame
     outputs: EvalOutputs
     figures: list[Path]
-
-
-def per_query_scores(
-    per_query: pd.DataFrame, model: str, dim: int, metric: str
-) -> npt.NDArray[np.float64]:
-    """One model's per-query ``metric`` at ``dim``, in query order (for paired tests)."""
-    rows = per_query[
-        (per_query["model"] == model) & (per_query["dim"] == dim) & (per_query["metric"] == metric)
-    ]
-    if rows.empty:
-        raise KeyError(f"no per-query {metric} for model {model!r} at dim {dim}")
-    return rows["value"].to_numpy(dtype=np.float64)
 
 
 def _check_extra_names(extra: Mapping[str, Path]) -> None:
@@ -171,13 +176,15 @@ def run_evaluate(
     base_model: BaseModelSpec | None = None,
     extra_models: Mapping[str, Path] | None = None,
     outputs: EvalOutputs | None = None,
+    paired_test: PairedTest | None = None,
     progress: bool = True,
 ) -> EvalReport:
     """Score the candidate, its base model and ``extra_models`` on the validated eval set.
 
     ``base_model`` defaults to the one the candidate recorded in its ``mathembed.json``;
-    ``extra_models`` maps a name (``champion``) to a saved model folder. Writes eval.json,
-    the per-query table and the reports (see the module docstring) atomically.
+    ``extra_models`` maps a name (``champion``) to a saved model folder; ``paired_test``
+    gives the headline its p-values (None: null). Writes eval.json, headline.json, the
+    per-query table and the reports (see the module docstring) atomically.
     """
     started_total = time.perf_counter()
     timer = Timer()
@@ -235,13 +242,16 @@ def run_evaluate(
     figures = write_reports(
         summary, per_query, eval_set, outputs.reports_dir, figures=outputs.figures
     )
+    io.write_text(outputs.reports_dir / TABLE_FILE, metrics_table(summary).to_csv(index=False))
     timer.add("reports", started)
     summary["timing_seconds"] = {
         **{phase: round(seconds, 4) for phase, seconds in timer.seconds.items()},
         "total": round(time.perf_counter() - started_total, 4),
     }
     io.write_json(outputs.metrics_file, summary)
-    return EvalReport(summary, per_query, outputs, figures)
+    headline_values = headline(summary, per_query, paired_test)
+    write_headline(outputs.headline_file, headline_values)
+    return EvalReport(summary, headline_values, per_query, outputs, figures)
 
 
 def _rounded(metrics: Mapping[str, float]) -> dict[str, float]:

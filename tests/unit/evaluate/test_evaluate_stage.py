@@ -31,6 +31,7 @@ from pipelines.common.paths import Paths
 from pipelines.evaluate import eval_set as evaluation_set
 from pipelines.evaluate import reports, scoring, sources
 from pipelines.evaluate import stage as evaluate
+from pipelines.evaluate.headline import PairedTest, per_query_scores
 from pipelines.evaluate.sources import BaseModelSpec
 from pipelines.evaluate.stage import EvalOutputs, run_evaluate
 
@@ -130,6 +131,7 @@ def make_root(root: Path, models: Models) -> Path:
 
 
 PARAMS = EvaluateParams(ks=tuple(KS), batch_size=8)
+PAIRED_TEST = PairedTest("randomization", 2000, 7)
 
 
 def no_figures(root: Path) -> EvalOutputs:
@@ -144,7 +146,11 @@ def evaluated(
     """One run with a champion, shared by the tests that only read its outputs."""
     root = make_root(tmp_path_factory.mktemp("evaluated"), models)
     report = run_evaluate(
-        PARAMS, Paths(root), extra_models={"champion": models.champion}, progress=False
+        PARAMS,
+        Paths(root),
+        extra_models={"champion": models.champion},
+        paired_test=PAIRED_TEST,
+        progress=False,
     )
     return root, report
 
@@ -280,6 +286,63 @@ def test_eval_json_has_both_models_every_dim_and_the_deltas(
     assert summary["models"]["champion"]["source"] == str(models.champion)
 
 
+def test_headline_json_is_the_rounded_primary_dim_with_paired_p_values(
+    evaluated: tuple[Path, evaluate.EvalReport],
+) -> None:
+    root, report = evaluated
+    text = (root / "metrics" / "headline.json").read_text()
+    headline = json.loads(text)
+    assert headline == report.headline
+    # Written in this order: `dvc exp show` keeps a file's key order.
+    assert list(headline) == [
+        "queries",
+        *("candidate_mrr@10", "base_mrr@10", "delta_mrr@10"),
+        *("candidate_ndcg@10", "base_ndcg@10", "delta_ndcg@10"),
+        *("p_mrr@10", "p_ndcg@10"),
+    ]
+    assert headline["queries"] == 10
+    summary, per_query = report.summary, report.per_query
+    for metric in ("mrr@10", "ndcg@10"):
+        candidate = summary["candidate"]["dim_32"][metric]
+        base = summary["base"]["dim_32"][metric]
+        assert headline[f"candidate_{metric}"] == round(candidate, 4)
+        assert headline[f"base_{metric}"] == round(base, 4)
+        assert headline[f"delta_{metric}"] == round(candidate - base, 4)
+        expected = metrics_rs.paired_test(
+            per_query_scores(per_query, "candidate", 32, metric),
+            per_query_scores(per_query, "base", 32, metric),
+            method="randomization",
+            n_resamples=2000,
+            seed=7,
+        )["p_value"]
+        assert headline[f"p_{metric}"] == float(f"{expected:.2g}")
+    assert len(text) < 400  # a DVC metric a person reads whole
+
+
+def test_metrics_csv_is_every_score_of_eval_json_as_a_tidy_table(
+    evaluated: tuple[Path, evaluate.EvalReport],
+) -> None:
+    root, report = evaluated
+    table = pd.read_csv(root / "reports" / "eval" / "metrics.csv")
+    assert list(table.columns) == ["subset", "model", "dim", "metric", "k", "value"]
+    summary = report.summary
+    # all + seen + unseen, 3 models, 3 dims, 6 families x 3 ks
+    assert len(table) == 3 * 3 * len(DIMS) * 18
+    assert not table.duplicated(["subset", "model", "dim", "metric", "k"]).any()
+    for row in table.itertuples():
+        block = summary if row.subset == "all" else summary["subsets"][row.subset]
+        expected = block[row.model][f"dim_{row.dim}"][f"{row.metric}@{row.k}"]
+        assert row.value == pytest.approx(expected, abs=1e-12)
+    # Cut-offs sort as numbers: @1, @5, @10 (not the text order @1, @10, @5).
+    candidate_mrr = table[
+        (table["subset"] == "all")
+        & (table["model"] == "candidate")
+        & (table["dim"] == 32)
+        & (table["metric"] == "mrr")
+    ]
+    assert candidate_mrr["k"].tolist() == [1, 5, 10]
+
+
 def test_per_query_table_is_aligned_with_the_queries(
     evaluated: tuple[Path, evaluate.EvalReport], loaded: dict[str, Any]
 ) -> None:
@@ -297,10 +360,10 @@ def test_per_query_table_is_aligned_with_the_queries(
         assert rows["value"].mean() == pytest.approx(expected, abs=2e-6)
     _, expected_mrr = independent_metrics(loaded["candidate"], 32)
     np.testing.assert_allclose(
-        evaluate.per_query_scores(table, "candidate", 32, "mrr@10"), expected_mrr, atol=1e-9
+        per_query_scores(table, "candidate", 32, "mrr@10"), expected_mrr, atol=1e-9
     )
     with pytest.raises(KeyError, match="no per-query"):
-        evaluate.per_query_scores(table, "candidate", 7, "mrr@10")
+        per_query_scores(table, "candidate", 7, "mrr@10")
 
 
 def test_plot_data_for_dvc(evaluated: tuple[Path, evaluate.EvalReport]) -> None:
@@ -448,6 +511,7 @@ def test_outputs_can_go_elsewhere(tmp_path: Path, models: Models) -> None:
     root = make_root(tmp_path / "root", models)
     elsewhere = EvalOutputs(
         metrics_file=tmp_path / "out" / "eval.json",
+        headline_file=tmp_path / "out" / "headline.json",
         per_query_file=tmp_path / "out" / "per_query.parquet",
         reports_dir=tmp_path / "out" / "reports",
         figures=False,
@@ -455,7 +519,9 @@ def test_outputs_can_go_elsewhere(tmp_path: Path, models: Models) -> None:
     params = EvaluateParams(ks=(1, 10), dims=(16,), batch_size=8)
     run_evaluate(params, Paths(root), outputs=elsewhere, progress=False)
     assert elsewhere.metrics_file.is_file() and elsewhere.per_query_file.is_file()
+    assert elsewhere.headline_file.is_file()
     assert (elsewhere.reports_dir / "compare.csv").is_file()
+    assert (elsewhere.reports_dir / "metrics.csv").is_file()
     assert not (root / "metrics").exists() and not (root / "reports").exists()
 
 
@@ -660,7 +726,11 @@ def test_main_runs_the_stage_and_prints_the_headline(tmp_path: Path, models: Mod
     result = CliRunner().invoke(cli.app, ["evaluate", *argv])
     out = result.stdout
     assert result.exit_code == 0, result.output
-    assert "10 queries, 36 passages" in out and "candidate mrr@10=" in out
+    headline = json.loads((root / "metrics" / "headline.json").read_text())
+    assert "10 queries, 36 passages" in out
+    assert f"mrr@10 {headline['candidate_mrr@10']:.4f} vs base {headline['base_mrr@10']:.4f}" in out
+    # The CLI runs promote's paired test (params.yaml defaults): p-values, printed once each.
+    assert isinstance(headline["p_mrr@10"], float) and out.count("p = ") + out.count("p < ") == 2
     assert json.loads((root / "metrics" / "eval.json").read_text())["dims"] == [32, 16]
     assert not (root / "reports" / "eval" / "compare.png").exists()
 

@@ -1,0 +1,158 @@
+"""The evaluate stage's two summaries of one run: the headline and the full table.
+
+``metrics/headline.json`` is the stage's only DVC metric: a handful of rounded numbers
+(candidate and base MRR@10 and NDCG@10 at the full dimension, their deltas, a paired test's
+p-value for each), so ``dvc metrics show`` and ``dvc exp show`` open on what decides a
+promotion. ``reports/eval/metrics.csv`` is everything ``metrics/eval.json`` scores, one
+tidy row per (subset, model, dim, metric, k): the table to filter, plot or log as an
+artifact. How a p-value is written for people (:func:`format_p_value`) lives here too, so
+every command that prints one prints it the same way.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+import metrics_rs
+from pipelines.common import io
+from pipelines.evaluate.reports import headline_metrics
+from pipelines.evaluate.scoring import dim_key
+from pipelines.evaluate.sources import BASE, CANDIDATE
+
+#: Decimals of a headline score: differences below 1e-4 mean nothing on a few hundred queries.
+SCORE_DECIMALS = 4
+#: Significant digits of a headline p-value.
+P_SIGNIFICANT = 2
+#: Below this a p-value is written "p < 0.0001".
+P_FLOOR = 1e-4
+#: ``reports/eval/metrics.csv``: every score, one row each.
+TABLE_FILE = "metrics.csv"
+TABLE_COLUMNS = ["subset", "model", "dim", "metric", "k", "value"]
+
+
+@dataclass(frozen=True)
+class PairedTest:
+    """The settings of ``metrics_rs.paired_test``: promote's, so both report the same p."""
+
+    method: Literal["randomization", "bootstrap", "t"]
+    n_resamples: int
+    seed: int
+
+
+def round_score(value: float) -> float:
+    return round(float(value), SCORE_DECIMALS)
+
+
+def round_p_value(p_value: float | None) -> float | None:
+    """``p_value`` to two significant digits (9.999e-05 -> 0.0001, 0.92211 -> 0.92)."""
+    if p_value is None or not np.isfinite(p_value):
+        return None
+    return float(f"{p_value:.{P_SIGNIFICANT}g}")
+
+
+def format_p_value(p_value: float | None) -> str:
+    """A p-value as people read it: ``p = 0.92``, ``p = 0.0012``, ``p < 0.0001``, ``p n/a``."""
+    rounded = round_p_value(p_value)
+    if rounded is None:
+        return "p n/a"
+    if rounded < P_FLOOR:
+        return f"p < {P_FLOOR:.4f}"
+    text = np.format_float_positional(rounded, trim="-")
+    if len(text.partition(".")[2]) > SCORE_DECIMALS:  # 0.00012: four decimals are enough
+        text = f"{rounded:.{SCORE_DECIMALS}f}"
+    return f"p = {text}"
+
+
+def per_query_scores(
+    per_query: pd.DataFrame, model: str, dim: int, metric: str
+) -> npt.NDArray[np.float64]:
+    """One model's per-query ``metric`` at ``dim``, in query order (for paired tests)."""
+    rows = per_query[
+        (per_query["model"] == model) & (per_query["dim"] == dim) & (per_query["metric"] == metric)
+    ]
+    if rows.empty:
+        raise KeyError(f"no per-query {metric} for model {model!r} at dim {dim}")
+    return rows["value"].to_numpy(dtype=np.float64)
+
+
+def paired_p_value(
+    per_query: pd.DataFrame, dim: int, metric: str, test: PairedTest
+) -> float | None:
+    """The paired test of candidate against base on per-query ``metric`` at ``dim``."""
+    try:
+        candidate = per_query_scores(per_query, CANDIDATE, dim, metric)
+        base = per_query_scores(per_query, BASE, dim, metric)
+    except KeyError:
+        return None
+    # A query without a relevant passage is NaN on both sides: the test skips it.
+    scored = np.isfinite(candidate) & np.isfinite(base)
+    if not scored.any():
+        return None
+    result = metrics_rs.paired_test(
+        candidate[scored],
+        base[scored],
+        method=test.method,
+        n_resamples=test.n_resamples,
+        seed=test.seed,
+    )
+    return float(result["p_value"])
+
+
+def headline(
+    summary: Mapping[str, Any], per_query: pd.DataFrame, test: PairedTest | None
+) -> dict[str, Any]:
+    """``metrics/headline.json``: candidate, base and delta of each headline metric at the
+    primary dimension, rounded, and the paired test's p-value of each (None without a test).
+
+    The metric names follow :func:`headline_metrics` (``mrr@10``, ``ndcg@10``; @max(ks) on
+    a corpus under 10 passages).
+    """
+    dim = summary["primary_dim"]
+    candidate = summary[CANDIDATE][dim_key(dim)]
+    base = summary.get(BASE, {}).get(dim_key(dim), {})
+    values: dict[str, Any] = {"queries": int(summary["n_queries"])}
+    metrics = headline_metrics(summary["ks"])
+    for metric in metrics:
+        values[f"candidate_{metric}"] = round_score(candidate[metric])
+        values[f"base_{metric}"] = round_score(base[metric]) if metric in base else None
+        values[f"delta_{metric}"] = (
+            round_score(candidate[metric] - base[metric]) if metric in base else None
+        )
+    for metric in metrics:
+        p_value = paired_p_value(per_query, dim, metric, test) if test else None
+        values[f"p_{metric}"] = round_p_value(p_value)
+    return values
+
+
+def write_headline(path: Path, values: Mapping[str, Any]) -> None:
+    """Write the headline in :func:`headline`'s key order, not sorted: ``dvc exp show``
+    keeps a file's order, so the table opens on the queries and the candidate's MRR@10."""
+    io.write_text(path, json.dumps(dict(values), indent=2) + "\n")
+
+
+def metrics_table(summary: Mapping[str, Any]) -> pd.DataFrame:
+    """Every score in ``summary`` (eval.json) as ``subset, model, dim, metric, k, value``."""
+    blocks = [("all", summary)] + [
+        (subset, block) for subset, block in summary.get("subsets", {}).items()
+    ]
+    rows: list[tuple[str, str, int, str, int, float]] = []
+    for subset, block in blocks:
+        for model in summary["models"]:
+            for dim in summary["dims"]:
+                scores = block.get(model, {}).get(dim_key(dim), {})
+                by_metric_and_k = sorted(
+                    (metric, int(k), value)
+                    for metric, _, k, value in (
+                        (*name.partition("@"), value) for name, value in scores.items()
+                    )
+                )
+                rows.extend((subset, model, dim, *row) for row in by_metric_and_k)
+    return pd.DataFrame(rows, columns=TABLE_COLUMNS)

@@ -1,0 +1,168 @@
+"""``mathembed report``: the decision first, then what each stage did, numbers rounded,
+the p-value once; from the metrics files a run leaves (written here as the stages and
+promote write them)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from typer.testing import CliRunner
+
+from pipelines import cli
+from pipelines.common import io
+from pipelines.common.paths import Paths
+from pipelines.dev.report import render_report
+from pipelines.evaluate.headline import write_headline
+
+FINGERPRINT = "d093df3cd856affd5d4a5f31992fc2fcdf368c575c44f78e70931f2d5198bc49"
+HEADLINE = {
+    "queries": 194,
+    "candidate_mrr@10": 0.6557,
+    "base_mrr@10": 0.5468,
+    "delta_mrr@10": 0.1089,
+    "candidate_ndcg@10": 0.6242,
+    "base_ndcg@10": 0.5404,
+    "delta_ndcg@10": 0.0838,
+    "p_mrr@10": 0.0001,
+    "p_ndcg@10": 0.0012,
+}
+STAGES = {
+    "ingest": {"listed": 16, "fetched": 16, "skipped": 0, "quarantined": 0, "withdrawn": 0},
+    "prepare": {"prepared": 16, "reused": 0, "chunks": 3393, "statements": 2504},
+    "graph": {"concepts": 661, "edges": 4913, "mentions": 26697, "extractor": "rules"},
+    "data": {
+        "pairs": {"by_split": {"train": 767, "validation": 75}},
+        "queries": 194,
+        "qrels": {"total": 405, "unseen": 18},
+    },
+    "data_quality": {"passed": True, "totals": {"rows_in": 39625, "kept": 39625}},
+    "train": {
+        "fingerprint": FINGERPRINT,
+        "steps": 100,
+        "device": "cpu (2 threads)",
+        "wall_seconds": 445.642,
+        "final_loss": 0.8654594421386719,
+        "validation_loss": 4.205604553222656,
+    },
+    "eval": {"corpus_size": 3393, "primary_dim": 384},
+}
+
+
+def promotion(**changes: Any) -> dict[str, Any]:
+    """metrics/promotion.json as promote writes it (PromotionResult.as_json + headline keys)."""
+    return {
+        "registered_model": "math-embed",
+        "version": "3",
+        "fingerprint": FINGERPRINT,
+        "run_id": "a665a50244f948f18e3c4d541ec5574e",
+        "promoted": True,
+        "decision": "promoted",
+        "reason": "beats the champion on mrr@10 and ndcg@10 (randomization test p = 9.999e-05)",
+        "compared_against": "champion",
+        "p_value": 9.999000099990002e-05,
+        "candidate": {"mrr@10": 0.65571, "ndcg@10": 0.62419},
+        "champion": {"mrr@10": 0.60104, "ndcg@10": 0.59013},
+        "decided_at": "2026-11-24T06:40:09+00:00",
+        **changes,
+    }
+
+
+def a_run(root: Path, promoted: dict[str, Any] | None = None) -> Paths:
+    paths = Paths(root)
+    for stem, values in STAGES.items():
+        io.write_json(paths.metric_file(stem), values)
+    write_headline(paths.metric_file("headline"), HEADLINE)
+    if promoted is not None:
+        io.write_json(paths.metric_file("promotion"), promoted)
+    return paths
+
+
+def p_values_in(report: str) -> list[str]:
+    return re.findall(r"p [=<] [0-9.]+", report)
+
+
+def test_a_promotion_comes_first_with_its_numbers_rounded(tmp_path: Path) -> None:
+    report = render_report(a_run(tmp_path, promotion()))
+    lines = report.splitlines()
+    assert lines[0] == (
+        "Promoted math-embed v3 to @champion: MRR@10 0.656 vs champion 0.601 (+0.055, p = 0.0001)"
+    )
+    assert lines[1] == "  NDCG@10 0.624 vs champion 0.590 (+0.034)"
+    assert "why: beats the champion" in report and "a665a50244f948f18e3c4d541ec5574e" in report
+    # The p-value once, in human form (the reason's own text aside).
+    assert p_values_in(report.replace(promotion()["reason"], "")) == ["p = 0.0001"]
+    assert "9.999000099990002e-05" not in report
+
+
+def test_not_promoted_reads_the_flat_headline_keys(tmp_path: Path) -> None:
+    flat = promotion(
+        promoted=False,
+        decision="not promoted",
+        reason="mrr@10 0.5468 is not higher than the base's 0.5500",
+        compared_against="base",
+        p_value=0.922107789221078,
+        version="4",
+        candidate=None,
+        champion=None,
+        **{"candidate_mrr@10": 0.5468, "base_mrr@10": 0.55, "candidate_ndcg@10": 0.54},
+    )
+    report = render_report(a_run(tmp_path, flat))
+    first, second, *_ = report.splitlines()
+    assert first == (
+        "Not promoted: math-embed v4 stays @challenger: "
+        "MRR@10 0.547 vs base 0.550 (-0.003, p = 0.92)"
+    )
+    assert second == "  why: mrr@10 0.5468 is not higher than the base's 0.5500"
+
+
+def test_without_a_decision_the_first_line_says_so_and_why(tmp_path: Path) -> None:
+    report = render_report(a_run(tmp_path))
+    assert report.splitlines()[0] == (
+        "No decision yet (run `mathembed promote`): MRR@10 0.656 vs base 0.547 (+0.109, p = 0.0001)"
+    )
+    assert p_values_in(report) == ["p = 0.0001"]
+
+
+def test_a_decision_about_an_earlier_candidate_is_not_this_nights(tmp_path: Path) -> None:
+    report = render_report(a_run(tmp_path, promotion(fingerprint="cfec2497", version="2")))
+    first, second, *_ = report.splitlines()
+    assert first.startswith("No decision yet (this candidate has not been through")
+    assert second == "  the last decision, for an earlier candidate (v2), was: promoted"
+
+
+def test_what_ran_is_one_rounded_line_per_stage(tmp_path: Path) -> None:
+    report = render_report(a_run(tmp_path))
+    assert (
+        "  ingest    16 papers listed, 16 fetched, 0 skipped, 0 quarantined, 0 withdrawn" in report
+    )
+    assert (
+        "  train     100 steps, on cpu (2 threads), 446 s, final loss 0.865, validation loss 4.206"
+    ) in report
+    assert (
+        "  evaluate  194 held-out queries, 3393 passages, dim 384: "
+        "candidate MRR@10 0.656 NDCG@10 0.624; base MRR@10 0.547 NDCG@10 0.540"
+    ) in report
+    assert "  validate  checks passed, 39625 rows in, 39625 kept" in report
+    assert "reports/eval/metrics.csv" in report
+    # No number with more than four decimals anywhere.
+    assert not re.search(r"\d\.\d{5,}", report), report
+
+
+def test_an_empty_root_says_what_to_run(tmp_path: Path) -> None:
+    report = render_report(Paths(tmp_path))
+    assert report.splitlines()[0].startswith("No decision yet: no metrics/headline.json")
+    assert report.count("not run yet (run `make repro`)") == 7
+
+
+def test_the_command_prints_the_report_and_summary_is_a_hidden_alias(tmp_path: Path) -> None:
+    a_run(tmp_path, promotion())
+    runner = CliRunner()
+    result = runner.invoke(cli.app, ["report", "--root", str(tmp_path)], prog_name="mathembed")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == render_report(Paths(tmp_path)) + "\n"
+    alias = runner.invoke(cli.app, ["summary", "--root", str(tmp_path)], prog_name="mathembed")
+    assert alias.exit_code == 0 and alias.stdout == result.stdout
+    listed = runner.invoke(cli.app, ["--help"], prog_name="mathembed").output
+    assert " report " in listed and " summary " not in listed
