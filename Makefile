@@ -28,7 +28,7 @@ OFFLINE_KEYS := $(foreach line,$(OFFLINE_LINES),$(call offline_key,$(line)))
 $(foreach line,$(OFFLINE_LINES),$(eval $(call offline_key,$(line)) ?= $(call offline_value,$(line))))
 export $(OFFLINE_KEYS)
 
-.PHONY: help venv build test demo repro bench fmt clean distclean rust-tools browser offline-env services services-down
+.PHONY: help venv build test demo repro bench fmt clean distclean rust-tools browser offline-env services services-down pools
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## /  make \1\t/' | expand -t 22
@@ -78,7 +78,7 @@ test: rust-tools browser build ## Rust fmt/clippy/tests, ruff, mypy, stubtest, p
 # dvc.yaml's commands say `python -m ...`: the venv goes first on PATH so they use it.
 repro: build ## run the pipeline (dvc repro: data, validate, train, evaluate) on the sample mirror, offline
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/dvc repro
-	@$(VENV)/bin/mathembed summary
+	@$(VENV)/bin/mathembed report
 
 # The main job on the embedded default, offline: the Prefect nightly flow once (ingest →
 # data stages → validate → train → evaluate → promote → dvc push) on the sample mirror,
@@ -87,7 +87,7 @@ repro: build ## run the pipeline (dvc repro: data, validate, train, evaluate) on
 DEMO_QUERY ?= Zariski covering
 demo: build ## the nightly flow once on the sample mirror, then its results and a search
 	$(VENV)/bin/mathembed nightly
-	@$(VENV)/bin/mathembed summary
+	@$(VENV)/bin/mathembed report
 	$(VENV)/bin/mathembed status
 	@if $(VENV)/bin/mathembed status | grep -q '^champion *v'; then \
 		$(VENV)/bin/mathembed search "$(DEMO_QUERY)" -k 3; \
@@ -96,13 +96,18 @@ demo: build ## the nightly flow once on the sample mirror, then its results and 
 	fi
 	@echo "reports: reports/data_quality/index.html (data quality), reports/eval/*.png (evaluation); MLflow: mlruns/mlflow.db (mlflow ui --backend-store-uri sqlite:///mlruns/mlflow.db)"
 
-# Real servers on 127.0.0.1, no Docker: moto S3, MLflow (artifacts on that S3), Prefect.
+# Real servers on 127.0.0.1, no Docker: moto S3, MLflow (artifacts on that S3), Prefect
+# with the work pools infra/prefect.yaml deploys to.
 SERVICES_DIR := .services
-services: $(STAMP_DEV) ## start moto S3, an MLflow server and a Prefect server on 127.0.0.1 (then: source .services/env.sh)
+services: $(STAMP_DEV) ## start moto S3, an MLflow server and a Prefect server with its work pools on 127.0.0.1 (then: source .services/env.sh)
 	$(VENV)/bin/mathembed services up --folder $(SERVICES_DIR)
 
 services-down: ## stop what `make services` started
 	$(VENV)/bin/mathembed services down --folder $(SERVICES_DIR)
+
+# Another Prefect server (PREFECT_API_URL): the pools `prefect deploy` needs; idempotent.
+pools: $(STAMP_DEV) ## create the work pools of infra/prefect.yaml on the Prefect server at PREFECT_API_URL
+	$(VENV)/bin/mathembed pools
 
 bench: $(STAMP_BENCH) build ## full metrics benchmark -> benchmarks/results/metrics.json
 	$(VPY) benchmarks/bench_metrics.py

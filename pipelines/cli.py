@@ -17,13 +17,15 @@ from typing import Annotated
 
 import typer
 
-from pipelines.common import offline
+from pipelines.common import offline, quiet
+from pipelines.common.cli import MathembedGroup
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BENCH_METRICS_SCRIPT = REPO_ROOT / "benchmarks" / "bench_metrics.py"
 
 app = typer.Typer(
     name="mathembed",
+    cls=MathembedGroup,
     help=(
         "mathembed keeps an embedding model for mathematical concept retrieval fresh. "
         "Offline and no-telemetry switches (pipelines/common/offline.env) are applied at "
@@ -40,6 +42,7 @@ def _startup() -> None:
     # Runs before every command, never at import time: importing pipelines.cli
     # must not change the environment.
     offline.apply()
+    quiet.silence_library_noise()
 
 
 @app.command()

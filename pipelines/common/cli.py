@@ -11,12 +11,13 @@ command imports its stage's code inside its body.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated, Any, NoReturn
 
 import typer
+from typer.core import TyperGroup
 
 from pipelines.common.config import (
     PARAMS_FILE,
@@ -29,6 +30,9 @@ from pipelines.common.locks import StageBusyError, stage_lock
 
 EXIT_BAD_INPUT = 1
 EXIT_CONFIG = 2
+#: The Rust extension (``metrics_rs/``), built by ``make build``; commands import it lazily.
+EXTENSION = "metrics_rs"
+MISSING_EXTENSION = f"{EXTENSION} is not built; run `make build` (then rerun this command)"
 
 ParamsOption = Annotated[
     Path,
@@ -89,10 +93,56 @@ def command_errors(
         yield
     except ConfigError as error:
         fail(command, error, EXIT_CONFIG)
+    except (ImportError, AttributeError) as error:
+        if not is_missing_extension(error):
+            raise
+        fail(command, MISSING_EXTENSION, EXIT_CONFIG)
     except bad_input as error:
         fail(command, error, EXIT_BAD_INPUT)
     except OSError as error:
         fail(command, refused_message(error), EXIT_BAD_INPUT)
+
+
+def is_missing_extension(error: BaseException) -> bool:
+    """Whether ``error`` says :data:`EXTENSION` was never built (pure).
+
+    Not installed: an ImportError naming it. Run from the checkout, where the unbuilt
+    source folder ``./metrics_rs`` imports as an empty namespace package: an
+    AttributeError on that module, which has no ``__file__``.
+    """
+    if isinstance(error, ImportError):
+        return (error.name or "").split(".")[0] == EXTENSION
+    if isinstance(error, AttributeError):
+        module = getattr(error, "obj", None)
+        return getattr(module, "__name__", None) == EXTENSION and not getattr(
+            module, "__file__", None
+        )
+    return False
+
+
+class MathembedGroup(TyperGroup):
+    """The ``mathembed`` command group: headed ``mathembed`` however it is launched, and a
+    command that needs the unbuilt extension says so.
+
+    Commands import their stage's code (and so ``metrics_rs``) in their body, before
+    :func:`command_errors` is entered; catching it here covers every command at once.
+    """
+
+    def main(  # type: ignore[override]  # same parameters; only prog_name's default differs
+        self, args: Sequence[str] | None = None, prog_name: str | None = None, **extra: Any
+    ) -> Any:
+        # Click names the program after argv[0]: "-c" or "__main__.py" unless launched
+        # through the console script; usage lines should name the command a person types.
+        return super().main(args, prog_name or self.name, **extra)
+
+    # typer.Context is the public name of the (vendored, private) click Context it extends.
+    def invoke(self, ctx: typer.Context) -> object:  # type: ignore[override]
+        try:
+            return super().invoke(ctx)
+        except (ImportError, AttributeError) as error:
+            if not is_missing_extension(error):
+                raise
+            fail(ctx.invoked_subcommand or "mathembed", MISSING_EXTENSION, EXIT_CONFIG)
 
 
 def refused_message(error: OSError) -> str:

@@ -2,8 +2,9 @@
 
 Every write goes to a temporary file in the destination's folder and is renamed over
 the destination only once complete, so a run killed at any point leaves either the old
-file or the new one, never half of one. Rejected inputs go to ``data/quarantine/`` with
-their reason, so nothing is dropped silently.
+file or the new one, never half of one. The file gets the mode a plain ``open(path, "w")``
+would give it (``0666`` less the umask), not ``mkstemp``'s private ``0600``. Rejected
+inputs go to ``data/quarantine/`` with their reason, so nothing is dropped silently.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import json
 import logging
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,6 +27,42 @@ import pandas as pd
 logger = logging.getLogger(__name__)
 
 
+#: What ``open()`` asks the kernel for; the umask then takes bits away.
+_PLAIN_FILE_MODE = 0o666
+_PROC_STATUS = Path("/proc/self/status")
+
+
+def current_umask() -> int:
+    """The process's umask, read without changing it.
+
+    ``os.umask`` can only be read by setting it (twice), and between the two calls every
+    other thread creates files with the wrong mask; Linux reports it in
+    ``/proc/self/status`` (since 4.7), so read it there. Elsewhere, fall back to the
+    set-and-restore pair: a brief race, but only on systems without that line.
+    """
+    try:
+        status = _PROC_STATUS.read_text(encoding="ascii")
+    except OSError:
+        status = ""
+    parsed = umask_from_status(status)
+    if parsed is not None:
+        return parsed
+    previous = os.umask(0o022)
+    os.umask(previous)
+    return previous
+
+
+def umask_from_status(status: str) -> int | None:
+    """The ``Umask:`` value (octal) of a ``/proc/<pid>/status`` text, or None (pure)."""
+    match = re.search(r"^Umask:\s*([0-7]+)\s*$", status, flags=re.MULTILINE)
+    return int(match.group(1), 8) if match else None
+
+
+def plain_file_mode(umask: int | None = None) -> int:
+    """The mode ``open(path, "w")`` would give a new file under ``umask`` (default: ours)."""
+    return _PLAIN_FILE_MODE & ~(current_umask() if umask is None else umask)
+
+
 @contextmanager
 def atomic_output(path: Path, mode: str = "wb") -> Iterator[IO[Any]]:
     """Open a temporary file next to ``path``; on success fsync it and rename it to ``path``."""
@@ -33,6 +71,9 @@ def atomic_output(path: Path, mode: str = "wb") -> Iterator[IO[Any]]:
     tmp = Path(tmp_name)
     try:
         with os.fdopen(fd, mode) as handle:
+            # mkstemp makes the file 0600 whatever the umask; readers sharing the volume (a
+            # web server, another user) should see it as they would any file we write.
+            os.fchmod(handle.fileno(), plain_file_mode())
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
@@ -40,6 +81,23 @@ def atomic_output(path: Path, mode: str = "wb") -> Iterator[IO[Any]]:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def restore_plain_modes(folder: Path, pattern: str = "*.safetensors") -> list[Path]:
+    """Give the files under ``folder`` matching ``pattern`` the mode a plain write would.
+
+    For files a library writes privately whatever the umask: safetensors (0.8 here)
+    writes each ``*.safetensors`` through a temporary file created 0600 and renames it
+    into place (safetensors issue #782), so a saved model's weights are unreadable to
+    anyone else while its ``config.json`` beside them is. Returns the files changed.
+    """
+    mode = plain_file_mode()
+    changed: list[Path] = []
+    for path in sorted(folder.rglob(pattern)):
+        if path.is_file() and not path.is_symlink() and stat.S_IMODE(path.stat().st_mode) != mode:
+            path.chmod(mode)
+            changed.append(path)
+    return changed
 
 
 def write_bytes(path: Path, data: bytes) -> None:

@@ -4,21 +4,22 @@ Two stages writing the same root at once lose or mix data (two ``ingest`` runs r
 raw store, two ``train`` runs write ``models/`` together, an orphaned ``dvc repro`` overlaps
 the next night). Each stage command holds ``<root>/data/.stage.lock`` while it works; a
 second one waits a bounded time, then fails naming the lock file and its holder. It is an
-OS file lock (``flock``), so a killed holder leaves no stale lock. The nightly flow's own
-lock (``data/nightly.lock``) is a different file: the flow runs its stages one at a time
-through ``dvc repro``, each taking this lock in turn. :func:`held_lock` is the one file
-lock every lock of mathembed (stage, nightly run, promotion) is made of.
+OS file lock (``flock``, taken by ``filelock``), so a killed holder leaves no stale lock.
+The nightly flow's own lock (``data/nightly.lock``) is a different file: the flow runs its
+stages one at a time through ``dvc repro``, each taking this lock in turn.
+:func:`held_lock` is the one file lock every lock of mathembed (stage, nightly run,
+promotion) is made of.
 """
 
 from __future__ import annotations
 
-import fcntl
 import os
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+
+from filelock import FileLock, Timeout
 
 STAGE_LOCK_FILE = ".stage.lock"
 #: How long a stage waits for the one before it; the environment variable overrides it
@@ -53,34 +54,55 @@ def held_lock(
     wait_seconds: float = 0.0,
     poll_seconds: float = _POLL_SECONDS,
 ) -> Iterator[None]:
-    """Hold ``path`` exclusively (``flock``), waiting up to ``wait_seconds`` for it.
+    """Hold ``path`` exclusively (``filelock``'s ``flock``), waiting up to ``wait_seconds``.
 
     ``holder`` is written into the file while held, so a waiting process can say who has
     it; when the wait runs out, ``busy(that text)`` is raised. The kernel releases the lock
     of a killed process: it is never stale. Every lock of mathembed is one of these.
+
+    ``filelock`` does the locking (the wait, the poll, fork and thread safety); what it
+    does not do is say who holds a lock, so the holder text is ours: written through its
+    ``on_acquired`` hook and cleared before release.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    deadline = time.monotonic() + wait_seconds
-    with path.open("a+", encoding="utf-8") as handle:
-        while True:
-            try:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    handle.seek(0)
-                    raise busy(handle.read().strip() or "holder unknown") from None
-                time.sleep(poll_seconds)  # flock has no timeout of its own
-        handle.seek(0)
-        handle.truncate()
-        handle.write(holder)
-        handle.flush()
-        try:
-            yield
-        finally:
-            handle.seek(0)
-            handle.truncate()
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    lock = FileLock(
+        path,
+        timeout=wait_seconds,
+        poll_interval=poll_seconds,
+        # The holder text lives in the file, so the file must stay; and a filesystem without
+        # flock must fail rather than fall back to a marker a killed process leaves behind.
+        preserve_lock_file=True,
+        fallback_to_soft=False,
+        on_acquired=lambda descriptor: _write_holder(descriptor, holder),
+    )
+    try:
+        lock.acquire()
+    except Timeout:
+        raise busy(_read_holder(path)) from None
+    try:
+        yield
+    finally:
+        _clear_holder(path)
+        lock.release()
+
+
+def _write_holder(descriptor: int, holder: str) -> None:
+    os.ftruncate(descriptor, 0)
+    os.pwrite(descriptor, holder.encode("utf-8"), 0)
+
+
+def _clear_holder(path: Path) -> None:
+    # Still ours while this runs, so nobody else is writing the file.
+    with path.open("r+b") as handle:
+        os.ftruncate(handle.fileno(), 0)
+
+
+def _read_holder(path: Path) -> str:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        text = ""
+    return text or "holder unknown"
 
 
 def since_now() -> str:

@@ -24,7 +24,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pipelines.common.paths import MODEL_METADATA_FILE
+from pipelines.common.paths import MODEL_METADATA_FILE, TRAINING_RUN_FILE
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -36,11 +36,13 @@ Pooling = Literal["cls", "mean"]
 
 # Files of a saved model folder that do not change its embeddings: the model card (has
 # dates and training logs), our own metadata (holds the fingerprint), and the trainer's
-# resume state when the folder is a checkpoint.
+# resume state when the folder is a checkpoint; the id of the MLflow run the training
+# logged into.
 _NOT_FINGERPRINTED = frozenset(
     {
         "README.md",
         MODEL_METADATA_FILE,
+        TRAINING_RUN_FILE,
         "optimizer.pt",
         "scheduler.pt",
         "scaler.pt",

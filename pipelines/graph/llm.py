@@ -28,6 +28,13 @@ from pathlib import Path
 from typing import Any
 
 import requests
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry_if_exception_type,
+    stop_after_attempt,
+    wait_exponential,
+)
 
 from pipelines.common import io
 from pipelines.common.names import clean_term
@@ -238,29 +245,18 @@ class LLMExtractor:
             return None  # a damaged cache file is asked again and overwritten
 
     def _ask(self, paper_id: str, body: dict[str, Any], sha: str) -> dict[str, Any] | None:
-        """The parsed reply, after up to ``max_retries`` retries; None (quarantined) if none."""
+        """The parsed reply, after up to ``max_retries`` retries; None (quarantined) if none.
+
+        ``tenacity`` runs the attempts and the backoff; a wrong URL, key or model
+        (:class:`LLMError`) is raised at once, since no retry can fix it.
+        """
         errors: list[str] = []
-        last_payload: bytes | None = None
-        for attempt in range(self.max_retries + 1):
-            if attempt:
-                self.stats["retries"] += 1
-                self._sleep(min(self.backoff_seconds * 2 ** (attempt - 1), MAX_BACKOFF_SECONDS))
+        last_payload: list[bytes] = []  # the last reply's body, kept for the quarantine
+
+        def attempt() -> dict[str, Any]:
             self.stats["requests"] += 1
-            try:
-                response = self.session.post(self.endpoint, json=body, timeout=self.timeout_seconds)
-            except (
-                requests.exceptions.InvalidURL,
-                requests.exceptions.MissingSchema,
-                requests.exceptions.InvalidSchema,
-            ) as error:
-                raise LLMError(
-                    f"graph.llm_url gives the endpoint {self.endpoint!r}, which is not a "
-                    f"usable URL ({error}); write it as http(s)://host:port/v1"
-                ) from error
-            except requests.RequestException as error:
-                errors.append(f"attempt {attempt + 1}: {type(error).__name__}: {error}")
-                continue
-            last_payload = response.content
+            response = self._post(body)
+            last_payload[:] = [response.content]
             if response.status_code in FATAL_STATUSES:
                 raise LLMError(
                     f"{self.endpoint} answered HTTP {response.status_code} for model "
@@ -268,21 +264,59 @@ class LLMExtractor:
                     "in the environment variable named by graph.llm_api_key_env"
                 )
             if response.status_code != 200:
-                errors.append(f"attempt {attempt + 1}: HTTP {response.status_code}")
-                continue
-            try:
-                return parse_reply(_content_of(response))
-            except MalformedReply as error:
-                errors.append(f"attempt {attempt + 1}: {error}")
-        io.quarantine(
-            self.quarantine_dir,
-            "graph",
-            paper_id,
-            reason=f"LLM reply unusable after {self.max_retries + 1} attempts: {errors[-1]}",
-            payload=last_payload,
-            details={"endpoint": self.endpoint, "request_sha": sha, "errors": errors},
+                raise _RetryableStatus(f"HTTP {response.status_code}")
+            return parse_reply(_content_of(response))
+
+        def record_failure(state: RetryCallState) -> None:
+            error = state.outcome.exception() if state.outcome is not None else None
+            described = (
+                error if isinstance(error, ValueError) else f"{type(error).__name__}: {error}"
+            )
+            errors.append(f"attempt {state.attempt_number}: {described}")
+
+        def count_retry(_: RetryCallState) -> None:
+            self.stats["retries"] += 1
+
+        def give_up(_: RetryCallState) -> None:
+            io.quarantine(
+                self.quarantine_dir,
+                "graph",
+                paper_id,
+                reason=f"LLM reply unusable after {self.max_retries + 1} attempts: {errors[-1]}",
+                payload=last_payload[0] if last_payload else None,
+                details={"endpoint": self.endpoint, "request_sha": sha, "errors": errors},
+            )
+
+        retrying = Retrying(
+            stop=stop_after_attempt(self.max_retries + 1),
+            retry=retry_if_exception_type(
+                (requests.RequestException, _RetryableStatus, MalformedReply)
+            ),
+            wait=wait_exponential(multiplier=self.backoff_seconds, max=MAX_BACKOFF_SECONDS),
+            sleep=self._sleep,
+            after=record_failure,
+            before_sleep=count_retry,
+            retry_error_callback=give_up,
         )
-        return None
+        reply: dict[str, Any] | None = retrying(attempt)
+        return reply
+
+    def _post(self, body: dict[str, Any]) -> requests.Response:
+        try:
+            return self.session.post(self.endpoint, json=body, timeout=self.timeout_seconds)
+        except (
+            requests.exceptions.InvalidURL,
+            requests.exceptions.MissingSchema,
+            requests.exceptions.InvalidSchema,
+        ) as error:
+            raise LLMError(
+                f"graph.llm_url gives the endpoint {self.endpoint!r}, which is not a "
+                f"usable URL ({error}); write it as http(s)://host:port/v1"
+            ) from error
+
+
+class _RetryableStatus(Exception):
+    """An HTTP status other than 200 that a later attempt may not get (429, 5xx...)."""
 
 
 def _content_of(response: requests.Response) -> str:

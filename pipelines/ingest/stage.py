@@ -32,13 +32,17 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 from collections import Counter
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from tqdm import tqdm  # type: ignore[import-untyped]  # no stubs pinned (types-tqdm)
+from tqdm.contrib.logging import logging_redirect_tqdm  # type: ignore[import-untyped]
 
 from pipelines.common import io
 from pipelines.common.config import ConfigError, IngestParams
@@ -57,6 +61,7 @@ from pipelines.ingest.arxiv.atom import (
     parse_timestamp,
 )
 from pipelines.ingest.arxiv.client import ArxivClient, ArxivError, Eprint
+from pipelines.ingest.progress import HarvestProgress, harvest_target
 from pipelines.ingest.sample.manifest import ENTRIES_FILE
 
 logger = logging.getLogger(__name__)
@@ -507,12 +512,15 @@ def run_ingest(
     client: ArxivClient,
     now: datetime | None = None,
     progress: bool = True,
+    clock: Callable[[], float] = time.monotonic,
 ) -> IngestReport:
     """Harvest what is new since the watermark into ``paths.raw``; see the module docstring.
 
     ``now`` is the end of the listing window (default: the current time) and the
     ``fetched_at`` of what is stored. At most ``params.max_papers`` papers are handled
-    (skipped ones do not count); the rest waits for the next run.
+    (skipped ones do not count); the rest waits for the next run. Progress goes to the
+    bar on a terminal and, every :data:`~pipelines.ingest.progress.LOG_EVERY_SECONDS` of
+    ``clock``, to the log.
     """
     moment = datetime.now(UTC) if now is None else now
     io.ensure_quarantine(paths.quarantine, STAGE)
@@ -528,13 +536,22 @@ def run_ingest(
     counts = report.counts
     handled = 0
     listing_error: ArxivError | None = None
+    harvest = HarvestProgress(clock=clock)
+    listed_total = 0
 
-    with _progress_bar(progress) as bar:
+    with _progress_bar(progress) as bar, _logs_beside(bar):
         pages = client.iter_pages(params.categories, window_from, moment, params.page_size)
         try:
             for feed in pages:
                 if bar.total is None:
                     bar.total = feed.total_results  # the window's size; the cap may end it early
+                    listed_total = feed.total_results
+                    logger.info(
+                        "listing: %d papers updated since %s; handling up to %d new ones",
+                        listed_total,
+                        report.window_from,
+                        params.max_papers,
+                    )
                 for rejected in feed.rejected:
                     counts["listed"] += 1
                     counts["quarantined"] += 1
@@ -560,6 +577,10 @@ def run_ingest(
                         withdrawn=counts["withdrawn"],
                         refresh=False,
                     )
+                    target = harvest_target(listed_total, counts["skipped"], params.max_papers)
+                    line = harvest.update(counts["listed"], target, counts["quarantined"])
+                    if line is not None:
+                        logger.info(line)
                 if handled >= params.max_papers:
                     break
         except ArxivError as error:
@@ -600,6 +621,12 @@ def quarantine_alarm(report: IngestReport, quarantine_folder: Path) -> str | Non
 def _progress_bar(enabled: bool) -> Any:
     # disable=None: shown on a terminal, silent in logs and CI.
     return tqdm(total=None, unit="paper", desc=STAGE, disable=None if enabled else True)
+
+
+def _logs_beside(bar: Any) -> AbstractContextManager[Any]:
+    # While a bar is drawn, log lines go through tqdm.write so neither breaks the other;
+    # without one (logs, CI, progress off) the logging setup is left exactly as it is.
+    return nullcontext() if bar.disable else logging_redirect_tqdm()
 
 
 def run_from_source(params: IngestParams, paths: Paths, *, progress: bool) -> IngestReport:

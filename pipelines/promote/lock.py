@@ -14,7 +14,7 @@ from pipelines.promote.provenance import now
 
 @contextmanager
 def promotion_lock(paths: Paths, timeout_seconds: float) -> Iterator[None]:
-    """Hold ``<root>/mlruns/promote.lock`` exclusively (``flock``), waiting up to the timeout.
+    """Hold ``<root>/mlruns/promote.lock`` (:func:`held_lock`), waiting up to the timeout.
 
     The lock is released by the kernel if the process dies, so a crashed promotion never
     leaves a stale lock behind. It serialises promotions that share this root (the

@@ -2,9 +2,10 @@
 
 GX pages load Bootstrap, jQuery, bootstrap-table, Font Awesome and Vega from CDNs, and no
 installed Python package ships those files. After GX builds the site, every page is
-rewritten to be self-contained (:func:`make_site_offline`): remote scripts and stylesheets
-are dropped (the inline scripts only drive those libraries, so they go too), the remote
-logo points at GX's copy under ``static/images``, and a small local stylesheet
+rewritten to be self-contained (:func:`make_site_offline`, an ``html.parser`` rewriter
+that copies what it keeps as written): remote scripts and stylesheets are dropped (the
+inline scripts only drive those libraries, so they go too), the remote logo points at
+GX's copy under ``static/images``, and a small local stylesheet
 (``templates/offline.css``, :data:`OFFLINE_CSS`, installed as GX's
 ``data_docs_custom_styles.css`` so GX inlines it in every page) stands in for Bootstrap
 and the icon font. GX's own ``index.html`` is an empty table filled in by
@@ -22,6 +23,7 @@ import os
 import re
 import string
 from collections.abc import Mapping, Sequence
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -50,39 +52,128 @@ OFFLINE_CSS = _template_text("offline.css")
 
 # -- offline pages ----------------------------------------------------------------------
 
-# Every element GX's templates use to pull code or styles from a CDN, and the remote
-# logo. Anchors (<a href="https://...">) stay: they are links, not loaded resources.
-_SCRIPT = re.compile(r"<script\b[^>]*>.*?</script\s*>\s*", re.IGNORECASE | re.DOTALL)
-_REMOTE_LINK = re.compile(r"<link\b[^>]*\bhref\s*=\s*[\"']?https?://[^>]*>\s*", re.IGNORECASE)
-_REMOTE_CSS_URL = re.compile(r"url\(\s*[\"']?https?://[^)]*\)", re.IGNORECASE)
-_REMOTE_IMG = re.compile(
-    r"<img\b(?P<before>[^>]*?)\bsrc\s*=\s*(?P<quote>[\"'])https?://[^\"']*?"
-    r"(?P<file>[^/\"'?]+)(?:\?[^\"']*)?(?P=quote)(?P<after>[^>]*)>",
-    re.IGNORECASE,
-)
+# Anchors (<a href="https://...">) stay: they are links, not loaded resources.
+_REMOTE = re.compile(r"^\s*(?:https?:)?//", re.IGNORECASE)
+# CSS is not HTML: the standard library has no CSS parser and none is installed, and the
+# only construct that loads anything in GX's styles is ``url(...)``, so a pattern for it
+# (in <style> elements, style="" attributes and .css files) is all a parser would give.
+_REMOTE_CSS_URL = re.compile(r"url\(\s*[\"']?(?:https?:)?//[^)]*\)", re.IGNORECASE)
+
+
+def offline_stylesheet(css: str) -> str:
+    """``css`` with every remote ``url(...)`` replaced by ``none``."""
+    return _REMOTE_CSS_URL.sub("none", css)
 
 
 def offline_page(page_html: str, static_images: str, local_images: Sequence[str]) -> str:
-    """``page_html`` with every remote script, stylesheet, CSS url() and image removed.
+    """``page_html`` with every script, remote stylesheet, CSS url() and remote image removed.
 
     ``static_images`` is the page's relative path to the site's ``static/images``
     folder; a remote image whose file name is in ``local_images`` points there instead
-    (GX's logo), any other remote image is dropped.
+    (GX's logo), any other remote image is dropped. Everything else is copied as written.
+    """
+    rewriter = _OfflineRewriter(static_images, frozenset(local_images))
+    rewriter.feed(page_html)
+    rewriter.close()
+    return "".join(rewriter.out)
+
+
+class _OfflineRewriter(HTMLParser):
+    """Copies a page tag by tag (start tags as written), leaving out what loads from afar.
+
+    The inline scripts go with the remote ones: they only drive the CDN libraries.
     """
 
-    def local_image(match: re.Match[str]) -> str:
-        if match["file"] not in local_images:
-            return ""
-        quote = match["quote"]
-        return (
-            f"<img{match['before']}src={quote}{static_images}/{match['file']}{quote}"
-            f"{match['after']}>"
-        )
+    def __init__(self, static_images: str, local_images: frozenset[str]) -> None:
+        super().__init__(convert_charrefs=False)  # entities are copied, not decoded
+        self.static_images = static_images
+        self.local_images = local_images
+        self.out: list[str] = []
+        self.in_script = False
+        self.in_style = False
 
-    page_html = _SCRIPT.sub("", page_html)
-    page_html = _REMOTE_LINK.sub("", page_html)
-    page_html = _REMOTE_CSS_URL.sub("none", page_html)
-    return _REMOTE_IMG.sub(local_image, page_html)
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self._start(tag, attrs, closed=False)
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self._start(tag, attrs, closed=True)
+
+    def _start(self, tag: str, attrs: list[tuple[str, str | None]], closed: bool) -> None:
+        if tag == "script":
+            self.in_script = not closed
+            return
+        self.in_style = tag == "style" and not closed
+        rewritten = self._rewrite(tag, attrs)
+        if rewritten is None:
+            return
+        if rewritten == attrs:
+            self.out.append(self.get_starttag_text() or "")
+        else:
+            self.out.append(_start_tag(tag, rewritten, closed))
+
+    def _rewrite(
+        self, tag: str, attrs: list[tuple[str, str | None]]
+    ) -> list[tuple[str, str | None]] | None:
+        """The tag's attributes made local, or None to drop the tag."""
+        values = dict(attrs)
+        if tag == "link" and _REMOTE.match(values.get("href") or ""):
+            return None
+        rewritten = [
+            (name, offline_stylesheet(value) if name == "style" and value else value)
+            for name, value in attrs
+        ]
+        source = values.get("src") or ""
+        if tag == "img" and _REMOTE.match(source):
+            file_name = source.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1]
+            if file_name not in self.local_images:
+                return None
+            local = f"{self.static_images}/{file_name}"
+            rewritten = [(name, local if name == "src" else value) for name, value in rewritten]
+        return rewritten
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "script":
+            self.in_script = False
+            return
+        if tag == "style":
+            self.in_style = False
+        if not self.in_script:
+            self.out.append(f"</{tag}>")
+
+    def handle_data(self, data: str) -> None:
+        if self.in_script:
+            return
+        self.out.append(offline_stylesheet(data) if self.in_style else data)
+
+    def handle_entityref(self, name: str) -> None:
+        self._copy(f"&{name};")
+
+    def handle_charref(self, name: str) -> None:
+        self._copy(f"&#{name};")
+
+    def handle_comment(self, data: str) -> None:
+        self._copy(f"<!--{data}-->")
+
+    def handle_decl(self, decl: str) -> None:
+        self._copy(f"<!{decl}>")
+
+    def handle_pi(self, data: str) -> None:
+        self._copy(f"<?{data}>")
+
+    def unknown_decl(self, data: str) -> None:
+        self._copy(f"<![{data}]>")
+
+    def _copy(self, text: str) -> None:
+        if not self.in_script:
+            self.out.append(text)
+
+
+def _start_tag(tag: str, attrs: list[tuple[str, str | None]], closed: bool) -> str:
+    written = "".join(
+        f" {name}" if value is None else f' {name}="{html.escape(value, quote=True)}"'
+        for name, value in attrs
+    )
+    return f"<{tag}{written}{'/' if closed else ''}>"
 
 
 def make_site_offline(site_dir: Path) -> list[Path]:
@@ -96,7 +187,10 @@ def make_site_offline(site_dir: Path) -> list[Path]:
     for path in sorted([*site_dir.rglob("*.html"), *site_dir.rglob("*.css")]):
         original = path.read_text(encoding="utf-8")
         static_images = Path(os.path.relpath(images_dir, path.parent)).as_posix()
-        rewritten = offline_page(original, static_images, local_images)
+        if path.suffix == ".css":
+            rewritten = offline_stylesheet(original)
+        else:
+            rewritten = offline_page(original, static_images, local_images)
         if rewritten != original:
             io.write_text(path, rewritten)
             changed.append(path)

@@ -9,8 +9,9 @@ date) is honoured as given. Bounded: ``timeout_seconds`` bounds each wait for by
 ``REQUEST_DEADLINE_FACTOR * timeout_seconds`` the whole of one request, so an upstream
 that drips its body a byte at a time fails the attempt instead of holding the run.
 Loud: when the retries run out, :class:`ArxivError` names the URL and the last status
-or error. ``sleep``, ``clock`` and ``jitter`` are
-injectable so tests assert on the waits instead of waiting.
+or error. ``tenacity`` runs the retry loop; the politeness and the caps are ours.
+``sleep``, ``clock`` and ``jitter`` are injectable so tests assert on the waits instead
+of waiting.
 """
 
 from __future__ import annotations
@@ -22,17 +23,24 @@ import random
 import time
 import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from types import TracebackType
-from typing import Self
+from typing import NoReturn, Self
 from urllib.parse import urlsplit
 
 import requests
 import urllib3.exceptions
 from requests.adapters import HTTPAdapter
 from requests.structures import CaseInsensitiveDict
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry_if_exception_type,
+    retry_if_result,
+    stop_after_attempt,
+)
 
 from pipelines.common.config import IngestParams
 from pipelines.ingest.arxiv.atom import (
@@ -99,6 +107,8 @@ class _Reply:
     status: int
     headers: CaseInsensitiveDict[str]
     body: bytes
+    #: Seconds the server asked us to wait (``Retry-After``), read for retryable answers.
+    retry_after: float | None = None
 
 
 class _TruncatedBody(Exception):
@@ -107,6 +117,17 @@ class _TruncatedBody(Exception):
 
 class _DeadlinePassed(Exception):
     """The request ran past its total deadline (a stalled or dripping upstream)."""
+
+
+#: Failures of one attempt that a later attempt may not see.
+_TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
+    requests.ConnectionError,
+    requests.Timeout,
+    requests.exceptions.ChunkedEncodingError,
+    urllib3.exceptions.HTTPError,
+    _TruncatedBody,
+    _DeadlinePassed,
+)
 
 
 def package_version() -> str:
@@ -344,57 +365,76 @@ class ArxivClient:
     # -- transport ---------------------------------------------------------------------
 
     def _get(self, url: str, params: Mapping[str, str] | None) -> _Reply:
-        """GET with politeness and retries; returns any final reply that is not retryable."""
+        """GET with politeness and retries; returns any final reply that is not retryable.
+
+        ``tenacity`` runs the attempts; what is ours is what arXiv asks of a client: the
+        polite gap before every attempt (:meth:`_wait_for_turn`), ``Retry-After`` honoured
+        as given (and refused past :data:`MAX_RETRY_AFTER_SECONDS`), and one error naming
+        the URL and the last status when the attempts run out.
+        """
         full_url = _full_url(url, params)
-        last_problem = "no attempt made"
-        last_status: int | None = None
-        attempts = self.max_retries + 1
-        for attempt in range(attempts):
+        statuses: list[int] = []  # every retryable status seen, for the final error
+
+        def attempt() -> _Reply:
             self._wait_for_turn()
-            wait: float
-            try:
-                reply = self._send(url, params)
-            except (
-                requests.ConnectionError,
-                requests.Timeout,
-                requests.exceptions.ChunkedEncodingError,
-                urllib3.exceptions.HTTPError,
-                _TruncatedBody,
-                _DeadlinePassed,
-            ) as error:
-                last_problem = f"{type(error).__name__}: {error}"
-                wait = self._backoff(attempt)
-            else:
-                if not _is_retryable_status(reply.status):
-                    return reply
-                last_status = reply.status
-                last_problem = f"HTTP {reply.status}"
-                retry_after = parse_retry_after(
-                    reply.headers.get("Retry-After"), self._wall_clock()
-                )
-                if retry_after is not None and retry_after > MAX_RETRY_AFTER_SECONDS:
-                    raise ArxivError(
-                        f"GET {full_url} answered HTTP {reply.status} asking to retry after "
-                        f"{retry_after:.0f} s (more than {MAX_RETRY_AFTER_SECONDS:.0f} s); "
-                        "giving up for this run",
-                        url=full_url,
-                        status=reply.status,
-                    )
-                wait = retry_after if retry_after is not None else self._backoff(attempt)
-            if attempt + 1 < attempts:
-                logger.info(
-                    "GET %s: %s; retry %d/%d in %.1f s",
-                    full_url,
-                    last_problem,
-                    attempt + 1,
-                    self.max_retries,
-                    wait,
-                )
-                self._sleep(wait)
+            reply = self._send(url, params)
+            if _is_retryable_status(reply.status):
+                statuses.append(reply.status)
+                return self._with_retry_after(reply, full_url)
+            return reply
+
+        retrying = Retrying(
+            stop=stop_after_attempt(self.max_retries + 1),
+            retry=(
+                retry_if_exception_type(_TRANSIENT_ERRORS)
+                | retry_if_result(lambda reply: _is_retryable_status(reply.status))
+            ),
+            wait=self._wait_before_retry,
+            sleep=self._sleep,
+            before_sleep=lambda state: self._log_retry(full_url, state),
+            retry_error_callback=lambda state: self._give_up(full_url, state, statuses),
+        )
+        reply: _Reply = retrying(attempt)
+        return reply
+
+    def _with_retry_after(self, reply: _Reply, full_url: str) -> _Reply:
+        """``reply`` with its ``Retry-After`` read; one asking for too long fails the run now."""
+        retry_after = parse_retry_after(reply.headers.get("Retry-After"), self._wall_clock())
+        if retry_after is not None and retry_after > MAX_RETRY_AFTER_SECONDS:
+            raise ArxivError(
+                f"GET {full_url} answered HTTP {reply.status} asking to retry after "
+                f"{retry_after:.0f} s (more than {MAX_RETRY_AFTER_SECONDS:.0f} s); "
+                "giving up for this run",
+                url=full_url,
+                status=reply.status,
+            )
+        return replace(reply, retry_after=retry_after)
+
+    def _wait_before_retry(self, state: RetryCallState) -> float:
+        """The server's ``Retry-After`` when it gave one, else :meth:`_backoff`."""
+        outcome = state.outcome
+        if outcome is not None and not outcome.failed:
+            retry_after: float | None = outcome.result().retry_after
+            if retry_after is not None:
+                return retry_after
+        return self._backoff(state.attempt_number - 1)
+
+    def _log_retry(self, full_url: str, state: RetryCallState) -> None:
+        logger.info(
+            "GET %s: %s; retry %d/%d in %.1f s",
+            full_url,
+            _problem(state),
+            state.attempt_number,
+            self.max_retries,
+            state.upcoming_sleep,
+        )
+
+    def _give_up(self, full_url: str, state: RetryCallState, statuses: list[int]) -> NoReturn:
         raise ArxivError(
-            f"GET {full_url} failed after {attempts} attempt(s); last: {last_problem}",
+            f"GET {full_url} failed after {state.attempt_number} attempt(s); "
+            f"last: {_problem(state)}",
             url=full_url,
-            status=last_status,
+            status=statuses[-1] if statuses else None,
         )
 
     def _send(self, url: str, params: Mapping[str, str] | None) -> _Reply:
@@ -463,6 +503,17 @@ class ArxivClient:
         """``backoff_seconds * 2**attempt``, plus up to half of that again as jitter."""
         base = self.backoff_seconds * (2.0**attempt)
         return base * (1.0 + 0.5 * self._jitter())
+
+
+def _problem(state: RetryCallState) -> str:
+    """What went wrong in the attempt ``state`` describes: an error, or a status to retry."""
+    outcome = state.outcome
+    if outcome is None:
+        return "no attempt made"
+    error = outcome.exception()
+    if error is not None:
+        return f"{type(error).__name__}: {error}"
+    return f"HTTP {outcome.result().status}"
 
 
 def _full_url(url: str, params: Mapping[str, str] | None) -> str:

@@ -20,7 +20,12 @@ from quality_tables import REPORT_PARAMS, Tables, broken_tables, valid_tables
 from repo import REPO
 
 from pipelines.common.paths import Paths
-from pipelines.validate.pages import OFFLINE_CSS, eval_set_line, offline_page
+from pipelines.validate.pages import (
+    OFFLINE_CSS,
+    eval_set_line,
+    offline_page,
+    offline_stylesheet,
+)
 from pipelines.validate.report import QualityReportResult, build_report
 from pipelines.validate.suites import (
     chunk_frame,
@@ -371,6 +376,20 @@ def test_offline_page_removes_each_kind_of_remote_resource() -> None:
     assert "url(local.png)" in page and "background: none 0 0" in page
     assert '<a href="https://greatexpectations.io">' in page  # a link, not a download
     assert offline_page(page, "../static/images", ["logo-long.png"]) == page  # idempotent
+
+
+def test_offline_page_copies_what_it_keeps_as_written() -> None:
+    page = (
+        "<!DOCTYPE html><!-- built by GX --><p class=x data-a='1'>a &amp; b &#233;</p>"
+        '<div style="background: url(//cdn.example/bg.png) no-repeat">x</div>'
+        '<link rel="stylesheet" href="//cdn.example/protocol-relative.css">'
+    )
+    rewritten = offline_page(page, "static/images", [])
+    assert rewritten == (
+        "<!DOCTYPE html><!-- built by GX --><p class=x data-a='1'>a &amp; b &#233;</p>"
+        '<div style="background: none no-repeat">x</div>'
+    )
+    assert offline_stylesheet("a { b: url('https://x/y.png') }") == "a { b: none }"
 
 
 # --------------------------------------------------------------------------- pure helpers

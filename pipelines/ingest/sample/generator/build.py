@@ -14,6 +14,7 @@ from typing import TypeVar
 
 from tqdm import tqdm  # type: ignore[import-untyped]  # no stubs pinned (types-tqdm)
 
+from pipelines.common.io import current_umask
 from pipelines.ingest.sample.generator.packaging import Eprint, package_eprint
 from pipelines.ingest.sample.generator.paper import write_paper
 from pipelines.ingest.sample.generator.plan import PaperPlan, plan_papers
@@ -61,6 +62,9 @@ def built_in_staging(out_dir: Path, write: Callable[[Path], T]) -> T:
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
     try:
+        # mkdtemp's folder is private (0700); the mirror is served and shared like any
+        # folder mkdir would make, so give it the umask's mode (0777 less the umask).
+        staging.chmod(0o777 & ~current_umask())
         result = write(staging)
         swap_in(staging, out_dir)
     except BaseException:
