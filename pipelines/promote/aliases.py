@@ -15,7 +15,7 @@ from pipelines.promote.errors import PromotionError
 from pipelines.promote.lock import promotion_lock
 from pipelines.promote.provenance import now
 from pipelines.promote.store import ALIASES, CHAMPION, PREVIOUS, connect, registry_errors
-from pipelines.promote.tags import metric_tag
+from pipelines.promote.tags import recorded_decision
 
 if TYPE_CHECKING:
     from mlflow.entities.model_registry import ModelVersion
@@ -55,12 +55,7 @@ def status(paths: Paths, promote: PromoteParams | None = None) -> list[AliasStat
 
 
 def _own_metrics(version: ModelVersion) -> dict[str, float]:
-    metrics = [metric for metric in version.tags.get("metrics", "").split(",") if metric]
-    return {
-        metric: float(version.tags[f"candidate.{metric_tag(metric)}"])
-        for metric in metrics
-        if f"candidate.{metric_tag(metric)}" in version.tags
-    }
+    return recorded_decision(version.tags).candidate
 
 
 @dataclass(frozen=True)

@@ -22,11 +22,15 @@
    queries in this run (:mod:`pipelines.promote.scoring`);
 6. decides with :func:`pipelines.promote.decision.decide` and the ``promote`` section of
    ``params.yaml``;
-7. logs one MLflow run (:mod:`pipelines.promote.run_log`), registers it as a version of
-   ``math-embed`` carrying the decision tags (:mod:`pipelines.promote.tags`), then moves
-   the aliases: promoted → ``champion`` (the old champion becomes
-   ``previous``); otherwise → ``challenger``;
-8. writes ``metrics/promotion.json``.
+7. logs one MLflow run (:mod:`pipelines.promote.run_log`; into train's own run when train
+   logged one), registers it as a version of ``math-embed`` carrying a few decision tags
+   (:mod:`pipelines.promote.tags`) and the model card as its description
+   (:mod:`pipelines.promote.card`), then moves the aliases: promoted → ``champion`` (the
+   old champion becomes ``previous``); otherwise → ``challenger``;
+8. records the night (the run above, or a run of its own for a re-decision) and draws the
+   trend across nights (:mod:`pipelines.promote.nights`), best-effort;
+9. writes ``metrics/promotion.json``, the flat headline first
+   (:func:`pipelines.promote.headline.promotion_headline`).
 
 A crash anywhere leaves the registry consistent and a rerun finishes the job: the version
 is tagged ``settled`` only after its aliases moved, and an unsettled version (or a
@@ -43,26 +47,41 @@ untouched, for a rerun.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import requests
 
 from pipelines.common import io
 from pipelines.common.config import Params
 from pipelines.common.paths import Paths
-from pipelines.common.redact import redact_url
+from pipelines.common.redact import redact, redact_url
+from pipelines.common.tables import TABLES
 from pipelines.promote.candidate import Candidate, load_candidate, require_validated
+from pipelines.promote.card import CardFacts, model_card
 from pipelines.promote.decision import Decision, decide, decide_for_champion
+from pipelines.promote.headline import NOT_PROMOTED, PROMOTED, promotion_headline
 from pipelines.promote.lock import promotion_lock
-from pipelines.promote.provenance import dvc_lock_hashes, now
+from pipelines.promote.nights import log_night, publish_trend
+from pipelines.promote.provenance import dvc_lock_hashes, git_commit, now
+from pipelines.promote.run_inputs import dvc_md5_of
 from pipelines.promote.run_log import (
+    NOTE_TAG,
     fail_orphaned_runs,
     find_logged_run,
     log_run,
     logged_model_id,
+    training_run_id,
 )
-from pipelines.promote.scoring import champion_source, eval_data_hash, score_for_promotion
+from pipelines.promote.scoring import (
+    ScoredModels,
+    champion_source,
+    eval_data_hash,
+    score_for_promotion,
+)
 from pipelines.promote.store import (
     CHALLENGER,
     CHAMPION,
@@ -73,18 +92,22 @@ from pipelines.promote.store import (
     registry_errors,
 )
 from pipelines.promote.tags import (
+    TAG_COMPARED_VERSION,
     TAG_EVAL_DATA,
     TAG_FINGERPRINT,
     TAG_ROLLED_BACK,
     TAG_SETTLED,
     decision_tags,
     held_back,
+    recorded_base_scores,
     recorded_decision,
     rewrite_decision,
 )
 
 if TYPE_CHECKING:
     from mlflow.entities.model_registry import ModelVersion
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -107,6 +130,8 @@ class PromotionResult:
     tracking_uri: str
     decided_at: str
     redecided: bool = False
+    #: The base model's scores on the rule metrics (also when the champion was compared).
+    base_scores: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def promoted(self) -> bool:
@@ -114,6 +139,8 @@ class PromotionResult:
 
     def as_json(self) -> dict[str, Any]:
         return {
+            # The flat headline first (dvc metrics show, the report), then the details.
+            **promotion_headline(self.decision, self.base_scores),
             "registered_model": self.registered_model,
             "version": self.version,
             "fingerprint": self.fingerprint,
@@ -215,13 +242,25 @@ def _promote_locked(
         decision, scored, candidate, compared, params.promote, decided_at, paths.root
     )
 
+    facts = _card_facts(params, paths, candidate, decision, scored, compared)
     if existing is None:
         # Under the lock, a RUNNING run of this candidate is one whose process died.
-        fail_orphaned_runs(registry, params.promote, candidate.fingerprint)
-        run_id, model_uri = find_logged_run(registry, params.promote, candidate.fingerprint)
+        training_run = training_run_id(registry, candidate)
+        fail_orphaned_runs(registry, params.promote, candidate.fingerprint, keep=training_run)
+        run_id, model_uri = find_logged_run(
+            registry, params.promote, candidate.fingerprint, training_run
+        )
         if run_id is None:
             run_id, model_uri = log_run(
-                params, paths, candidate, registry, decision, scored, data_quality, champion
+                params,
+                paths,
+                candidate,
+                registry,
+                decision,
+                scored,
+                data_quality,
+                model_card(facts),
+                resume_run_id=training_run,
             )
         _ensure_registered_model(registry)
         version = str(
@@ -233,13 +272,19 @@ def _promote_locked(
                 model_id=logged_model_id(model_uri),
             ).version
         )
+        card = model_card(facts, version)
+        registry.client.update_model_version(registry.model_name, version, description=card)
+        registry.client.set_tag(run_id, NOTE_TAG, card)
+        night_run: str | None = run_id
     else:  # registered before: decided on other data, or by an attempt that crashed
         version, run_id = str(existing.version), existing.run_id or ""
-        rewrite_decision(registry, existing, tags)
+        rewrite_decision(registry, existing, tags, model_card(facts, version))
+        night_run = None  # no new run for this decision: tonight gets a record of its own
 
     if not is_champion and not withdrawn:
         move_aliases(registry, str(version), decision, champion)
     registry.client.set_model_version_tag(registry.model_name, str(version), TAG_SETTLED, "true")
+    _record_the_night(registry, params, paths, decision, facts, night_run)
     return PromotionResult(
         registered_model=registry.model_name,
         version=str(version),
@@ -252,7 +297,80 @@ def _promote_locked(
         tracking_uri=redact_url(registry.uri),
         decided_at=decided_at,
         redecided=redecided,
+        base_scores=facts.base_scores,
     )
+
+
+def _record_the_night(
+    registry: Registry,
+    params: Params,
+    paths: Paths,
+    decision: Decision,
+    facts: CardFacts,
+    night_run: str | None,
+) -> None:
+    """Tonight's record (a run of its own when the promotion logged none) and the trend.
+
+    After the promotion has settled and best-effort: the record is for people, and a
+    failure here must not report a promotion that happened as failed.
+    """
+    from mlflow.exceptions import MlflowException
+
+    try:
+        if night_run is None:
+            night_run = log_night(
+                registry,
+                params.promote,
+                PROMOTED if decision.promote else NOT_PROMOTED,
+                decision.reason,
+                promotion_headline(decision, facts.base_scores),
+            )
+        publish_trend(registry, params.promote, paths, night_run)
+    except (MlflowException, requests.RequestException, OSError) as error:
+        logger.warning(
+            "the promotion is done, but tonight's record or trend figure could not be "
+            "written to MLflow: %s",
+            redact(f"{type(error).__name__}: {error}"),
+        )
+
+
+def _card_facts(
+    params: Params,
+    paths: Paths,
+    candidate: Candidate,
+    decision: Decision,
+    scored: ScoredModels,
+    compared: ModelVersion | None,
+) -> CardFacts:
+    """What the model card states, from the decision and the project's files."""
+    hashes = dvc_lock_hashes(paths)
+    training = candidate.metadata.get("params")
+    return CardFacts(
+        registered_model=params.promote.registered_model,
+        fingerprint=candidate.fingerprint,
+        decision=decision,
+        base_scores={metric: float(scored.base.means[metric]) for metric in decision.deltas},
+        compared_version=str(compared.version) if compared is not None else None,
+        queries=len(scored.candidate.query_ids),
+        relevance_scope=params.pairs.qrels_scope,
+        base_model=candidate.base_model,
+        training_data_hash=candidate.data_hash,
+        pairs=_row_count(TABLES["pairs"].validated_path(paths)),
+        pairs_dvc_md5=dvc_md5_of("data/validated/pairs.parquet", hashes),
+        eval_dvc_md5=dvc_md5_of("data/validated/queries.parquet", hashes),
+        corpus_passages=_row_count(TABLES["chunks"].validated_path(paths)),
+        test_method=params.promote.test_method,
+        significance_metric=params.promote.significance_metric,
+        git_commit=git_commit(paths.root),
+        training_params=dict(training) if isinstance(training, Mapping) else {},
+    )
+
+
+def _row_count(table: Path) -> int | None:
+    """Rows of a parquet file from its footer (the data is not read)."""
+    import pyarrow.parquet as pq  # type: ignore[import-untyped]  # pyarrow ships no types
+
+    return int(pq.read_metadata(table).num_rows) if table.is_file() else None
 
 
 def move_aliases(
@@ -307,10 +425,11 @@ def _recorded_result(
         fingerprint=tags.get(TAG_FINGERPRINT, ""),
         run_id=version.run_id or "",
         decision=decision,
-        compared_version=tags.get("compared_version") or None,
+        compared_version=tags.get(TAG_COMPARED_VERSION) or None,
         aliases=registry.aliases(),
         already_registered=already_registered,
         tracking_uri=redact_url(registry.uri),
         decided_at=tags.get("decided_at", ""),
         redecided=redecided,
+        base_scores=recorded_base_scores(tags),
     )

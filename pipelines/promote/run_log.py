@@ -1,7 +1,13 @@
-"""The MLflow run that records a candidate: flattened params, train and eval metrics, the
-provenance tags (git commit, ``dvc.lock`` data hashes, dataset counts), the eval and
-data-quality reports, a model card, and the model itself in the ``sentence_transformers``
-flavour with explicit pip requirements.
+"""The MLflow run that records a candidate: flattened params, the headline metrics (and
+train's loss curve when train did not log its own run), a few provenance tags (git
+commit, data and eval-data hashes) with the ``dvc.lock`` hashes and dataset counts as
+files under ``provenance/``, the decision as tags and as the run's description, the
+inputs as datasets, the eval and data-quality reports, the full metrics table, a model
+card, and the model itself in the ``sentence_transformers`` flavour with
+explicit pip requirements and a float32 signature.
+
+When train logged its run live (``models/candidate/mlflow_run.json``) in the same store,
+promotion logs into that run, so one run shows the training curves and the decision.
 """
 
 from __future__ import annotations
@@ -17,24 +23,40 @@ from typing import TYPE_CHECKING, Any
 
 from pipelines.common import io
 from pipelines.common.config import Params, PromoteParams
-from pipelines.common.paths import MODEL_METADATA_FILE, Paths
+from pipelines.common.paths import MODEL_METADATA_FILE, TRAINING_RUN_FILE, Paths
 from pipelines.promote.candidate import Candidate
+from pipelines.promote.card import model_readme
 from pipelines.promote.decision import Decision
+from pipelines.promote.headline import (
+    NOT_PROMOTED,
+    PROMOTED,
+    evaluate_extras,
+    evaluate_headline,
+    promotion_headline,
+    run_metrics,
+)
 from pipelines.promote.provenance import dvc_lock_hashes, git_commit
+from pipelines.promote.run_inputs import embedding_signature, log_datasets, mark_model_training
 from pipelines.promote.scoring import ScoredModels
 from pipelines.promote.store import Registry
 from pipelines.promote.tags import TAG_EVAL_DATA, TAG_FINGERPRINT, metric_tag
 
 if TYPE_CHECKING:
     from mlflow.entities import Metric
-    from mlflow.entities.model_registry import ModelVersion
 
 # The packages a loaded model needs, pinned to what produced it (MLflow would otherwise
 # infer them by importing the model in a subprocess: slow, and not always right).
 MODEL_REQUIREMENTS = ("sentence-transformers", "transformers", "torch", "numpy", "tokenizers")
+#: The evaluate stage's per-dimension/per-k table (``reports/eval/``).
+EVAL_TABLE_FILE = "metrics.csv"
+#: A night's outcome and reason as run tags (see :mod:`pipelines.promote.nights`).
+OUTCOME_TAG = "mathembed.outcome"
+REASON_TAG = "mathembed.reason"
+#: MLflow shows this run tag as the run's description.
+NOTE_TAG = "mlflow.note.content"
 
 
-def _experiment_id(registry: Registry, promote: PromoteParams, *, create: bool) -> str | None:
+def promotion_experiment(registry: Registry, promote: PromoteParams, *, create: bool) -> str | None:
     experiment = registry.client.get_experiment_by_name(promote.experiment)
     if experiment is not None:
         return str(experiment.experiment_id)
@@ -50,34 +72,43 @@ def _experiment_id(registry: Registry, promote: PromoteParams, *, create: bool) 
 
 
 def find_logged_run(
-    registry: Registry, promote: PromoteParams, fingerprint: str
+    registry: Registry, promote: PromoteParams, fingerprint: str, training_run: str | None = None
 ) -> tuple[str | None, str]:
-    """A finished run of this candidate whose model was logged but never registered."""
-    experiment_id = _experiment_id(registry, promote, create=False)
-    if experiment_id is None:
-        return None, ""
-    runs = registry.client.search_runs(
-        [experiment_id],
-        f"tags.{TAG_FINGERPRINT} = '{fingerprint}' and attributes.status = 'FINISHED'",
-        max_results=10,
-    )
+    """A finished run of this candidate whose model was logged but never registered
+    (``training_run``, train's own run, is looked at first: it may be in another experiment)."""
+    experiment_id = promotion_experiment(registry, promote, create=False)
+    runs = []
+    if training_run is not None:
+        runs.append(registry.client.get_run(training_run))
+    if experiment_id is not None:
+        runs += registry.client.search_runs(
+            [experiment_id],
+            f"tags.{TAG_FINGERPRINT} = '{fingerprint}' and attributes.status = 'FINISHED'",
+            max_results=10,
+        )
     for run in runs:
+        if run.info.status != "FINISHED" or run.data.tags.get(TAG_FINGERPRINT) != fingerprint:
+            continue
         model_uri = run.data.tags.get("model_uri")
         if model_uri:
             return run.info.run_id, model_uri
     return None, ""
 
 
-def fail_orphaned_runs(registry: Registry, promote: PromoteParams, fingerprint: str) -> list[str]:
+def fail_orphaned_runs(
+    registry: Registry, promote: PromoteParams, fingerprint: str, keep: str | None = None
+) -> list[str]:
     """Mark this candidate's RUNNING runs FAILED and delete their artifacts; their ids.
 
     Called under the promotion lock, so such a run belongs to a promotion whose process
     died (a SIGKILL during ``log_model`` leaves one, with the model's ~90 MB of files in
-    the run's and the logged model's artifact folders).
+    the run's and the logged model's artifact folders). ``keep`` (train's own run, which
+    the promotion resumes) is never failed: its training record is not the promotion's
+    to delete; the rerun logs into it again.
     """
     from mlflow.entities import LoggedModelStatus, RunStatus
 
-    experiment_id = _experiment_id(registry, promote, create=False)
+    experiment_id = promotion_experiment(registry, promote, create=False)
     if experiment_id is None:
         return []
     client = registry.client
@@ -89,6 +120,8 @@ def fail_orphaned_runs(registry: Registry, promote: PromoteParams, fingerprint: 
     failed = []
     for run in runs:
         run_id = run.info.run_id
+        if run_id == keep:
+            continue
         models = client.search_logged_models(
             experiment_ids=[experiment_id], filter_string=f"source_run_id = '{run_id}'"
         )
@@ -127,6 +160,22 @@ def logged_model_id(model_uri: str) -> str | None:
     return name if name != model_uri and "/" not in name else None
 
 
+def training_run_id(registry: Registry, candidate: Candidate) -> str | None:
+    """The run train logged live (``mlflow_run.json`` in the model folder), when it is in
+    this tracking store; promotion then logs into it instead of starting another run."""
+    from mlflow.exceptions import MlflowException
+
+    record = _read_json_or_empty(candidate.directory / TRAINING_RUN_FILE)
+    run_id = record.get("run_id")
+    if not isinstance(run_id, str) or not run_id:
+        return None
+    try:
+        registry.client.get_run(run_id)
+    except MlflowException:  # logged to another store (or deleted since): a run of our own
+        return None
+    return run_id
+
+
 def log_run(
     params: Params,
     paths: Paths,
@@ -135,49 +184,77 @@ def log_run(
     decision: Decision,
     scored: ScoredModels,
     data_quality: Mapping[str, Any],
-    champion: ModelVersion | None,
+    card: str,
+    *,
+    resume_run_id: str | None = None,
 ) -> tuple[str, str]:
-    """One MLflow run for the candidate: params, metrics, tags, artifacts, the model."""
+    """Log the candidate's run (into train's run when ``resume_run_id``); its id and model URI.
+
+    The metrics are the headline only (:mod:`pipelines.promote.headline`); the full table
+    is an artifact. The inputs are datasets with their DVC hashes; the decision is the
+    ``mathembed.outcome``/``mathembed.reason`` tags; the model carries ``card`` in its
+    README and a float32 signature.
+    """
     import mlflow
     import mlflow.sentence_transformers
     from sentence_transformers import SentenceTransformer
 
-    experiment_id = _experiment_id(registry, params.promote, create=True)
-    train_metrics = _read_json_or_empty(paths.metric_file("train"))
+    experiment_id = promotion_experiment(registry, params.promote, create=True)
+    assert experiment_id is not None
+    hashes = dvc_lock_hashes(paths)
     run_tags = {
         TAG_FINGERPRINT: candidate.fingerprint,
         "git_commit": git_commit(paths.root),
         "base_model": candidate.base_model,
         "data_version": candidate.data_hash or "unknown",
         TAG_EVAL_DATA: scored.eval_data_hash,
-        **{f"dvc.{path}": md5 for path, md5 in dvc_lock_hashes(paths).items()},
-        **{
-            f"counts.{key}": str(value)
-            for key, value in _flatten(_read_json_or_empty(paths.metric_file("data"))).items()
-        },
+        **outcome_tags(NOT_PROMOTED if not decision.promote else PROMOTED, decision.reason),
     }
-    metrics = {
-        **_numeric(_flatten(train_metrics), "train."),
-        **_numeric(_flatten(_read_json_or_empty(paths.metric_file("eval"))), "eval."),
-        **{f"promotion.candidate.{metric_tag(m)}": v for m, v in decision.candidate.items()},
-        **{
-            f"promotion.{decision.compared_against}.{metric_tag(m)}": v
-            for m, v in decision.other.items()
-        },
-    }
-    if decision.p_value is not None:
-        metrics["promotion.p_value"] = decision.p_value
+    base_means = {metric: float(scored.base.means[metric]) for metric in decision.deltas}
+    promotion = promotion_headline(decision, base_means, len(scored.candidate.query_ids))
+    evaluate = evaluate_headline(
+        _read_json_or_empty(paths.metric_file("headline")),
+        _read_json_or_empty(paths.metric_file("eval")),
+    )
+    metrics = run_metrics(promotion, evaluate_extras(evaluate, promotion))
     model = SentenceTransformer(str(candidate.directory), device="cpu", local_files_only=True)
-    with mlflow.start_run(
-        experiment_id=experiment_id,
-        run_name=f"candidate-{candidate.fingerprint[:12]}",
-        tags=run_tags,
-    ) as run:
-        mlflow.log_params(
-            {key: _param_value(value) for key, value in logged_params(params, candidate).items()}
+    # sentence-transformers writes this text as the saved model's README.md (it reuses a
+    # card it loaded unless the model was trained in this process).
+    readme = candidate.directory / "README.md"
+    model._model_card_text = model_readme(  # type: ignore[assignment]  # typed as None
+        readme.read_text(encoding="utf-8") if readme.is_file() else None, card
+    )
+    if resume_run_id is not None:
+        run_context = mlflow.start_run(run_id=resume_run_id)
+    else:
+        run_context = mlflow.start_run(
+            experiment_id=experiment_id,
+            run_name=f"candidate-{candidate.fingerprint[:12]}",
         )
-        mlflow.log_metrics({key: value for key, value in metrics.items() if math.isfinite(value)})
-        registry.client.log_batch(run.info.run_id, metrics=_curve_metrics(train_metrics))
+    with run_context as run:
+        run_id = run.info.run_id
+        mark_model_training(registry.client, run.info.experiment_id)
+        mark_model_training(registry.client, experiment_id)
+        mlflow.set_tags({**run_tags, NOTE_TAG: card})
+        already = registry.client.get_run(run_id).data.params
+        mlflow.log_params(
+            {
+                key: value
+                for key, value in (
+                    (key, _param_value(value))
+                    for key, value in logged_params(params, candidate).items()
+                )
+                if key not in already  # train's run logged it: a param cannot change
+            }
+        )
+        mlflow.log_metrics(metrics)
+        if resume_run_id is None:  # train's own run has its curves already, logged live
+            train_metrics = _read_json_or_empty(paths.metric_file("train"))
+            registry.client.log_batch(run_id, metrics=_curve_metrics(train_metrics))
+        log_datasets(paths, hashes)
+        # Provenance a person looks up rather than reads: files, not dozens of tags.
+        mlflow.log_dict(hashes, "provenance/dvc_lock_hashes.json")
+        mlflow.log_dict(_read_json_or_empty(paths.metric_file("data")), "provenance/data.json")
         mlflow.log_dict(dict(candidate.metadata), MODEL_METADATA_FILE)
         mlflow.log_dict(dict(data_quality), "data_quality.json")
         for folder, artifact_path in (
@@ -186,15 +263,47 @@ def log_run(
         ):
             if folder.is_dir():
                 mlflow.log_artifacts(str(folder), artifact_path)
-        mlflow.log_text(
-            model_card(params, candidate, decision, scored, champion, run_tags), "model_card.md"
-        )
+        _log_eval_table(paths)
+        mlflow.log_text(card, "model_card.md")
         logged = mlflow.sentence_transformers.log_model(
-            model, name="model", pip_requirements=pip_requirements()
+            model,
+            name="model",
+            pip_requirements=pip_requirements(),
+            signature=embedding_signature(model.get_embedding_dimension()),
         )
         # Marks the run as complete for a rerun after a crash before registration.
         mlflow.set_tag("model_uri", logged.model_uri)
-    return run.info.run_id, logged.model_uri
+    return run_id, logged.model_uri
+
+
+def outcome_tags(outcome: str, reason: str) -> dict[str, str]:
+    """A night's outcome as run tags: what the runs list and ``mlflow runs`` filter on."""
+    return {OUTCOME_TAG: outcome, REASON_TAG: short_reason(reason)}
+
+
+def short_reason(reason: str, limit: int = 250) -> str:
+    """The reason on one line, cut at ``limit`` characters (the full one is in the card)."""
+    line = " ".join(reason.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _log_eval_table(paths: Paths) -> None:
+    """The evaluate stage's per-dimension/per-k table as an MLflow table (the UI shows it as
+    one), or ``eval.json`` as a file when the stage wrote no table."""
+    import mlflow
+    import pandas as pd
+
+    table = paths.eval_reports / EVAL_TABLE_FILE
+    if table.is_file():
+        frame = pd.read_csv(table)
+        # MLflow's table logging selects "object" columns: pandas 3's "str" columns would
+        # warn that this selection is deprecated; object columns are what it expects.
+        text = frame.select_dtypes(include=["str"]).columns
+        mlflow.log_table(
+            frame.astype(dict.fromkeys(text, object)), artifact_file="eval/metrics_table.json"
+        )
+    elif paths.metric_file("eval").is_file():
+        mlflow.log_artifact(str(paths.metric_file("eval")), "eval")
 
 
 def logged_params(params: Params, candidate: Candidate) -> dict[str, Any]:
@@ -218,72 +327,6 @@ def logged_params(params: Params, candidate: Candidate) -> dict[str, Any]:
 def pip_requirements() -> list[str]:
     """The model's runtime packages pinned to the installed versions."""
     return [f"{name}=={importlib.metadata.version(name)}" for name in MODEL_REQUIREMENTS]
-
-
-def model_card(
-    params: Params,
-    candidate: Candidate,
-    decision: Decision,
-    scored: ScoredModels,
-    champion: ModelVersion | None,
-    run_tags: Mapping[str, str],
-) -> str:
-    """A short markdown card: what the model is, what it was trained on, how it scored."""
-    side = decision.compared_against
-    against = f"champion v{champion.version}" if champion is not None else "the base model"
-    rows = "\n".join(
-        f"| {metric} | {decision.candidate[metric]:.4f} | {decision.other[metric]:.4f} "
-        f"| {decision.deltas[metric]:+.4f} |"
-        for metric in decision.deltas
-    )
-    training = candidate.metadata.get("params", {})
-    training_lines = (
-        "\n".join(f"- `{key}`: {value}" for key, value in sorted(training.items()))
-        if isinstance(training, dict)
-        else "- (not recorded)"
-    )
-    data_lines = "\n".join(
-        f"- `{key.removeprefix('dvc.')}`: `{value}`"
-        for key, value in sorted(run_tags.items())
-        if key.startswith("dvc.")
-    )
-    p_value = "n/a" if decision.p_value is None else f"{decision.p_value:.4g}"
-    return f"""# {params.promote.registered_model} candidate `{candidate.fingerprint[:12]}`
-
-Sentence embeddings for mathematical concept retrieval, fine-tuned from
-`{candidate.base_model}` with sentence-transformers by the mathembed pipeline.
-
-## Decision
-
-**{"Promoted to champion" if decision.promote else "Not promoted (challenger)"}** —
-compared with {against} on {len(scored.candidate.query_ids)} held-out queries
-(paired {params.promote.test_method} test on per-query {params.promote.significance_metric}:
-p = {p_value}).
-
-{decision.reason}
-
-| metric | candidate | {side} | delta |
-| --- | --- | --- | --- |
-{rows}
-
-## Training
-
-- base model: `{candidate.base_model}`
-- model fingerprint: `{candidate.fingerprint}`
-- training data version: `{candidate.data_hash or "unknown"}`
-- git commit: `{run_tags.get("git_commit", "unknown")}`
-{training_lines}
-
-## Data (dvc.lock)
-
-{data_lines or "- (no dvc.lock)"}
-
-## Intended use
-
-Retrieval of passages from mathematics papers (arXiv) by concept name or description.
-The scores above are on held-out concepts: queries whose names and descriptions were never
-training anchors. Not evaluated as a general-purpose sentence encoder.
-"""
 
 
 def _read_json_or_empty(path: Path) -> dict[str, Any]:

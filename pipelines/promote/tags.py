@@ -1,8 +1,16 @@
 """What a registered version's tags record about its decision, and how a re-decision
 rewrites them without losing the superseded one (``decision_history``).
 
-Tag keys may not contain "@", so metric names are spelled with "_at_"
-(``mrr@10`` -> ``candidate.mrr_at_10``); the ``metrics`` tag keeps the real names.
+A version carries a few short tags a person can read in the registry (``decision``,
+``compared_against``, ``compared_version``, ``decided_at``...) and the exact decision as
+one JSON tag (``decision_record``): the numbers a rerun needs to report a recorded
+decision. What a person reads at length is the version's description (the model card,
+:mod:`pipelines.promote.card`). Versions registered before ``decision_record`` existed
+carry one tag per metric and side (``candidate.mrr_at_10``...): they are still read, and
+a re-decision replaces them by the new layout.
+
+Tag keys may not contain "@", so metric names are spelled with "_at_" (``mrr@10`` ->
+``mrr_at_10``).
 """
 
 from __future__ import annotations
@@ -11,7 +19,7 @@ import dataclasses
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pipelines.common.config import PromoteParams
 from pipelines.promote.decision import Decision, Side
@@ -27,6 +35,10 @@ if TYPE_CHECKING:
 
 TAG_FINGERPRINT = "fingerprint"
 TAG_DECISION = "decision"
+#: The champion's version a decision compared with; absent when it was the base model.
+TAG_COMPARED_VERSION = "compared_version"
+#: The exact decision (JSON): sides, deltas, p-value, reason, rule; read by a rerun.
+TAG_RECORD = "decision_record"
 TAG_SETTLED = "settled"
 #: The evaluation data a decision was made on; written last when a decision is rewritten.
 TAG_EVAL_DATA = "eval_data_hash"
@@ -34,8 +46,18 @@ TAG_EVAL_DATA = "eval_data_hash"
 TAG_HISTORY = "decision_history"
 #: How many superseded decisions the history keeps (a tag value holds 100,000 characters).
 HISTORY_LIMIT = 20
-#: The per-side metric tags of a decision (``candidate.mrr_at_10``, ``delta.ndcg_at_10``...).
+#: The per-side metric tags of the old layout (``candidate.mrr_at_10``, ``delta.ndcg_at_10``...).
 METRIC_TAG_PREFIXES = ("candidate.", "champion.", "base.", "delta.")
+#: Tags of the old layout that ``decision_record`` holds now: a re-decision removes them.
+LEGACY_TAGS = (
+    "reason",
+    "p_value",
+    "test_method",
+    "metrics",
+    "data_version",
+    "base_model",
+    "git_commit",
+)
 #: Set on the version a rollback demoted: it never gets an alias back by itself.
 TAG_ROLLED_BACK = "rolled_back_at"
 PROMOTED = "promoted"
@@ -57,30 +79,45 @@ def decision_tags(
     root: Path,
 ) -> dict[str, str]:
     """Every tag a decision writes on its version (``eval_data_hash`` among them)."""
-    side = decision.compared_against
-    tags = {
-        TAG_FINGERPRINT: candidate.fingerprint,
-        TAG_DECISION: PROMOTED if decision.promote else REJECTED,
+    record = {
+        "promote": decision.promote,
         "reason": decision.reason,
-        "compared_against": side,
-        "compared_version": str(champion.version) if champion is not None else "",
-        "p_value": "" if decision.p_value is None else repr(decision.p_value),
+        "p_value": decision.p_value,
+        "compared_against": decision.compared_against,
         "test_method": promote.test_method,
-        "metrics": ",".join(decision.deltas),
+        "candidate": decision.candidate,
+        "other": decision.other,
+        "deltas": decision.deltas,
+        # The base model's scores even when the champion was the other side: the card
+        # and promotion.json show both.
+        "base": {
+            metric: float(scored.base.means[metric])
+            for metric in decision.deltas
+            if metric in scored.base.means
+        },
         "data_version": candidate.data_hash or "unknown",
-        TAG_EVAL_DATA: scored.eval_data_hash,
         "base_model": candidate.base_model,
-        "decided_at": decided_at,
         "git_commit": git_commit(root),
     }
-    for metric in decision.deltas:
-        key = metric_tag(metric)
-        tags[f"candidate.{key}"] = repr(decision.candidate[metric])
-        tags[f"{side}.{key}"] = repr(decision.other[metric])
-        tags[f"delta.{key}"] = repr(decision.deltas[metric])
-        if side != "base" and metric in scored.base.means:
-            tags[f"base.{key}"] = repr(float(scored.base.means[metric]))
-    return tags
+    return {
+        TAG_FINGERPRINT: candidate.fingerprint,
+        TAG_DECISION: PROMOTED if decision.promote else REJECTED,
+        "compared_against": decision.compared_against,
+        # Only when there was a champion: an empty tag would read as a missing value.
+        **({TAG_COMPARED_VERSION: str(champion.version)} if champion is not None else {}),
+        "decided_at": decided_at,
+        TAG_RECORD: json.dumps(record),
+        TAG_EVAL_DATA: scored.eval_data_hash,
+    }
+
+
+def decision_record(tags: Mapping[str, str]) -> dict[str, Any]:
+    """The ``decision_record`` tag as a mapping; ``{}`` when absent (old layout) or unreadable."""
+    try:
+        record = json.loads(tags.get(TAG_RECORD) or "{}")
+    except json.JSONDecodeError:
+        return {}
+    return record if isinstance(record, dict) else {}
 
 
 def held_back(decision: Decision, tags: Mapping[str, str]) -> Decision:
@@ -100,8 +137,10 @@ def held_back(decision: Decision, tags: Mapping[str, str]) -> Decision:
     )
 
 
-def rewrite_decision(registry: Registry, existing: ModelVersion, tags: Mapping[str, str]) -> None:
-    """Replace a registered version's decision tags, crash-safely.
+def rewrite_decision(
+    registry: Registry, existing: ModelVersion, tags: Mapping[str, str], description: str
+) -> None:
+    """Replace a registered version's decision tags and description, crash-safely.
 
     Order: the superseded decision goes into the history, ``settled`` becomes ``false``
     (a rerun then decides again instead of returning a half-written record), the new
@@ -117,11 +156,16 @@ def rewrite_decision(registry: Registry, existing: ModelVersion, tags: Mapping[s
     for key, value in tags.items():
         if key != TAG_EVAL_DATA:
             client.set_model_version_tag(name, version, key, value)
-    # Per-side metrics of the superseded decision (say, `champion.*` when it is now
-    # compared with the base) would read as part of the new one.
+    # The old layout's tags would read as part of the new decision (decision_record holds
+    # them now), and so would the champion compared last time when it is the base now.
     for key in existing.tags:
-        if key.startswith(METRIC_TAG_PREFIXES) and key not in tags:
+        replaced = key.startswith(METRIC_TAG_PREFIXES) or key in (
+            *LEGACY_TAGS,
+            TAG_COMPARED_VERSION,
+        )
+        if replaced and key not in tags:
             client.delete_model_version_tag(name, version, key)
+    client.update_model_version(name, version, description=description)
     client.set_model_version_tag(name, version, TAG_EVAL_DATA, tags[TAG_EVAL_DATA])
 
 
@@ -142,19 +186,56 @@ def superseded_history(tags: Mapping[str, str]) -> str:
         for key in (
             TAG_DECISION,
             "compared_against",
-            "compared_version",
+            TAG_COMPARED_VERSION,
             TAG_EVAL_DATA,
             "decided_at",
-            "reason",
         )
     }
+    entry["reason"] = recorded_decision(tags).reason
     if not history or history[-1] != entry:
         history.append(entry)
     return json.dumps(history[-HISTORY_LIMIT:])
 
 
 def recorded_decision(tags: Mapping[str, str]) -> Decision:
-    """The decision a version's tags record (what :func:`decision_tags` wrote)."""
+    """The decision a version's tags record (what :func:`decision_tags` wrote, or the old
+    one-tag-per-metric layout)."""
+    record = decision_record(tags)
+    if record:
+        side: Side = "champion" if record.get("compared_against") == "champion" else "base"
+        p_value = record.get("p_value")
+        return Decision(
+            promote=bool(record.get("promote")),
+            reason=str(record.get("reason", "")),
+            p_value=float(p_value) if isinstance(p_value, int | float) else None,
+            compared_against=side,
+            deltas=_floats(record.get("deltas")),
+            candidate=_floats(record.get("candidate")),
+            other=_floats(record.get("other")),
+        )
+    return _legacy_decision(tags)
+
+
+def recorded_base_scores(tags: Mapping[str, str]) -> dict[str, float]:
+    """The base model's scores a decision recorded (empty for the old layout against a champion)."""
+    record = decision_record(tags)
+    if record:
+        return _floats(record.get("base"))
+    legacy = _legacy_decision(tags)
+    return legacy.other if legacy.compared_against == "base" else {}
+
+
+def _floats(value: object) -> dict[str, float]:
+    if not isinstance(value, Mapping):
+        return {}
+    return {
+        str(key): float(item)
+        for key, item in value.items()
+        if isinstance(item, int | float) and not isinstance(item, bool)
+    }
+
+
+def _legacy_decision(tags: Mapping[str, str]) -> Decision:
     metrics = [metric for metric in tags.get("metrics", "").split(",") if metric]
     side: Side = "champion" if tags.get("compared_against") == "champion" else "base"
 

@@ -21,6 +21,8 @@ from promotion_worlds import MODEL_NAME, Models, World, aliases, folder_digest
 from pipelines.dev.services import free_port
 from pipelines.promote import store
 from pipelines.promote.errors import RegistryError
+from pipelines.promote.nights import record_night
+from pipelines.promote.store import tracking_uri
 
 # ----------------------------------------------------------------------------- real server
 
@@ -107,7 +109,21 @@ def test_with_a_real_mlflow_server_unreachable_first_then_rerun_once_it_is_up(
         from mlflow import MlflowClient
 
         client = MlflowClient(tracking_uri=url, registry_uri=url)
-        assert client.get_model_version(MODEL_NAME, "2").tags["decision"] == "rejected"
+        rejected = client.get_model_version(MODEL_NAME, "2")
+        assert rejected.tags["decision"] == "rejected"
+        assert rejected.description.startswith("**Not promoted: math-embed v2 loses to champion v1")
+        # The record reads the same through a server: datasets, outcome, the trend figure.
+        run = client.get_run(worse.run_id)
+        assert {entry.dataset.name for entry in run.inputs.dataset_inputs} == {
+            "pairs",
+            "queries",
+            "qrels",
+        }
+        assert run.data.tags["mathembed.outcome"] == "not promoted"
+        assert "trend.png" in {artifact.path for artifact in client.list_artifacts(worse.run_id)}
+        night = record_night(world.paths, world.params, "nothing to do", "no new papers")
+        assert night is not None
+        assert client.get_run(night).data.tags["mathembed.outcome"] == "nothing to do"
         connected = store.connect(world.paths, world.params.promote, create=False)
         assert connected is not None
         champion = connected.version_by_alias("champion")
@@ -123,3 +139,68 @@ def test_with_a_real_mlflow_server_unreachable_first_then_rerun_once_it_is_up(
     # The registry lived on the server: the local store saw nothing.
     monkeypatch.delenv("MLFLOW_TRACKING_URI")
     assert aliases(world) == {"champion": None, "challenger": None, "previous": None}
+
+
+def test_mlflow_models_serve_answers_with_the_champions_float32_embeddings(
+    world: World, bow_models: Models
+) -> None:
+    """``mlflow models serve`` of ``models:/math-embed@champion`` (local env, no install)."""
+    assert world.promote(world.install_candidate(bow_models.knows_4)).promoted
+    port = free_port()
+    bin_dir = Path(sys.executable).parent  # it execs `uvicorn`: as from an activated venv
+    env = {
+        **os.environ,
+        "MLFLOW_TRACKING_URI": tracking_uri(world.paths),
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
+    command = [
+        str(bin_dir / "mlflow"),
+        "models",
+        "serve",
+        "-m",
+        f"models:/{MODEL_NAME}@champion",
+        "--env-manager",
+        "local",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+    ]
+    log_path = world.root / "serve.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 180
+        while True:  # readiness: the scoring server's /ping
+            if process.poll() is not None:
+                raise RuntimeError(f"mlflow models serve exited early:\n{log_path.read_text()}")
+            try:
+                if requests.get(f"{url}/ping", timeout=2).status_code == 200:
+                    break
+            except requests.RequestException:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"mlflow models serve not ready:\n{log_path.read_text()}")
+            time.sleep(0.25)
+        answer = requests.post(
+            f"{url}/invocations", json={"inputs": ["prime alpha", "graph"]}, timeout=60
+        )
+        assert answer.status_code == 200, answer.text
+        predictions = np.asarray(answer.json()["predictions"])
+        assert predictions.shape == (2, 16)
+        from sentence_transformers import SentenceTransformer
+
+        expected = SentenceTransformer(str(bow_models.knows_4), device="cpu").encode(
+            ["prime alpha", "graph"]
+        )
+        np.testing.assert_allclose(predictions, expected, atol=1e-6)
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=30)

@@ -34,6 +34,7 @@ from pipelines.promote.formatting import format_promotion
 from pipelines.promote.lock import promotion_lock
 from pipelines.promote.promotion import PromotionResult
 from pipelines.promote.store import Registry, tracking_uri
+from pipelines.promote.tags import recorded_decision
 
 # ----------------------------------------------------------------------------- tests
 
@@ -99,34 +100,45 @@ def test_first_promotion_beats_the_base_and_becomes_champion(
     assert recorded["candidate"]["mrr@10"] > recorded["base"]["mrr@10"]
     assert recorded["fingerprint"] == model_fingerprint(candidate_dir)
 
+    assert recorded["decision"] == "promoted"
+    assert recorded["candidate_mrr@10"] == pytest.approx(result.decision.candidate["mrr@10"])
+    assert recorded["base_mrr@10"] == pytest.approx(result.decision.other["mrr@10"])
+    assert recorded["champion_mrr@10"] is None and recorded["delta_champion_mrr@10"] is None
+
     client = client_of(world)
     version = client.get_model_version(MODEL_NAME, "1")
     tags = version.tags
     assert tags["decision"] == "promoted"
     assert tags["compared_against"] == "base"
-    assert tags["reason"].startswith("promoted over the base")
-    assert float(tags["candidate.mrr_at_10"]) == pytest.approx(result.decision.candidate["mrr@10"])
-    assert float(tags["base.ndcg_at_10"]) == pytest.approx(result.decision.other["ndcg@10"])
-    assert float(tags["delta.mrr_at_10"]) > 0
-    assert 0 < float(tags["p_value"]) <= 1
-    assert tags["data_version"] == data_hash(world.paths.validated / "pairs.parquet")
     assert tags["fingerprint"] == result.fingerprint
-    assert tags["git_commit"] == commit
     assert tags["settled"] == "true"
+    record = json.loads(tags["decision_record"])
+    assert record["reason"].startswith("promoted over the base")
+    assert record["candidate"]["mrr@10"] == pytest.approx(result.decision.candidate["mrr@10"])
+    assert record["other"]["ndcg@10"] == pytest.approx(result.decision.other["ndcg@10"])
+    assert record["deltas"]["mrr@10"] > 0
+    assert 0 < record["p_value"] <= 1
+    assert record["data_version"] == data_hash(world.paths.validated / "pairs.parquet")
+    assert record["git_commit"] == commit
+    # A few short tags a person can read; the rest is the description (the model card).
+    assert len(tags) <= 9, sorted(tags)
+    assert version.description.startswith("**Promoted math-embed v1 to @champion")
 
     run = client.get_run(result.run_id)
     assert run.data.tags["git_commit"] == commit
-    assert run.data.tags["dvc.data/validated"] == "0123456789abcdef0123456789abcdef.dir"
-    assert "dvc.metrics/data_quality.json" not in run.data.tags  # data hashes only
-    assert run.data.tags["counts.chunks"] == "20"
-    assert run.data.tags["counts.pairs.by_split.train"] == "2"
+    assert run.data.tags["data_version"] == data_hash(world.paths.validated / "pairs.parquet")
+    provenance = world.root / "mlruns" / "artifacts"
+    [hashes] = provenance.rglob(f"{run.info.run_id}/artifacts/provenance/dvc_lock_hashes.json")
+    assert json.loads(hashes.read_text()) == {
+        "data/validated": "0123456789abcdef0123456789abcdef.dir"  # data hashes only
+    }
+    [counts] = provenance.rglob(f"{run.info.run_id}/artifacts/provenance/data.json")
+    assert json.loads(counts.read_text())["pairs"] == {"by_split": {"train": 2}}
     assert run.data.params["promote.metrics"] == '["mrr@10", "ndcg@10"]'
     assert run.data.params["evaluate.ks"] == "[1, 5, 10]"
-    assert run.data.metrics["train.final_loss"] == 0.25
-    assert run.data.metrics["eval.candidate.dim_16.mrr_at_10"] == 0.5
     history = client.get_metric_history(run.info.run_id, "train.loss_curve.loss")
     assert [(point.step, point.value) for point in history] == [(5, 0.75), (10, 0.25)]
-    assert run.data.metrics["promotion.candidate.mrr_at_10"] == pytest.approx(
+    assert run.data.metrics["candidate_mrr_at_10"] == pytest.approx(
         result.decision.candidate["mrr@10"]
     )
     artifacts = world.root / "mlruns" / "artifacts"
@@ -141,7 +153,7 @@ def test_first_promotion_beats_the_base_and_becomes_champion(
     ):
         assert any(path.endswith(f"{prefix}/{expected}") for path in run_artifacts), expected
     card = next(artifacts.rglob("model_card.md")).read_text()
-    assert "Promoted to champion" in card and result.fingerprint[:12] in card
+    assert "Promoted math-embed to @champion" in card and result.fingerprint in card
     requirements = next(artifacts.rglob("requirements.txt")).read_text().split()
     # Exactly the pinned list we passed, plus the mlflow pin MLflow always adds.
     assert sorted(requirements) == sorted(
@@ -164,7 +176,14 @@ def test_worse_candidate_is_challenger_better_one_takes_over_and_rollback_restor
     client = client_of(world)
     worse_tags = client.get_model_version(MODEL_NAME, "2").tags
     assert worse_tags["decision"] == "rejected"
-    assert float(worse_tags["champion.mrr_at_10"]) > float(worse_tags["candidate.mrr_at_10"])
+    worse_record = json.loads(worse_tags["decision_record"])
+    assert worse_record["other"]["mrr@10"] > worse_record["candidate"]["mrr@10"]
+    worse_run = client.get_run(worse.run_id)
+    assert worse_run.data.tags["mathembed.outcome"] == "not promoted"
+    assert worse_run.data.metrics["champion_mrr_at_10"] == pytest.approx(
+        worse.decision.other["mrr@10"]
+    )
+    assert worse_run.data.metrics["delta_champion_mrr_at_10"] < 0
     assert worse_tags["compared_version"] == "1"
 
     better = world.promote(world.install_candidate(bow_models.knows_7))
@@ -214,8 +233,9 @@ def test_the_significance_gate_from_params_can_hold_back_a_better_candidate(
     assert gated.decision.p_value is not None and gated.decision.p_value > 0.05
     assert "not significant" in gated.decision.reason
     tags = client_of(world).get_model_version(MODEL_NAME, "2").tags
-    assert float(tags["p_value"]) == gated.decision.p_value
-    assert tags["test_method"] == "randomization"
+    gated_record = json.loads(tags["decision_record"])
+    assert gated_record["p_value"] == gated.decision.p_value
+    assert gated_record["test_method"] == "randomization"
     assert gated.aliases == {"champion": "1", "challenger": "2", "previous": None}
 
 
@@ -298,11 +318,20 @@ def test_a_version_is_decided_again_when_the_eval_data_changes_and_registered_on
     client = client_of(world)
     assert len(client.search_model_versions(f"name = '{MODEL_NAME}'")) == 2
     experiment = client.get_experiment_by_name("mathembed")
-    assert len(client.search_runs([experiment.experiment_id])) == 2  # no new run either
+    runs = client.search_runs([experiment.experiment_id])
+    assert len([run for run in runs if "model_uri" in run.data.tags]) == 2  # no new model run
+    # ... but tonight's re-decision has its record, like every night.
+    [night] = [run for run in runs if run.info.run_name.startswith("night ")]
+    assert night.data.tags["mathembed.outcome"] == "promoted"
     tags = client.get_model_version(MODEL_NAME, "2").tags
     assert tags["decision"] == "promoted" and tags["settled"] == "true"
     assert tags["eval_data_hash"] == new_data
-    assert float(tags["candidate.mrr_at_10"]) == pytest.approx(again.decision.candidate["mrr@10"])
+    assert recorded_decision(tags).candidate["mrr@10"] == pytest.approx(
+        again.decision.candidate["mrr@10"]
+    )
+    assert client.get_model_version(MODEL_NAME, "2").description.startswith(
+        "**Promoted math-embed v2 to @champion over champion v1"
+    )
     [superseded] = history_of(world, "2")
     assert superseded["decision"] == "rejected"
     assert superseded["eval_data_hash"] == first_data
@@ -337,7 +366,9 @@ def test_the_champion_on_new_eval_data_stays_champion_and_is_not_compared_with_i
     assert kept.aliases == {"champion": "1", "challenger": None, "previous": None}
     tags = client_of(world).get_model_version(MODEL_NAME, "1").tags
     assert tags["eval_data_hash"] == new_data and tags["settled"] == "true"
-    assert float(tags["candidate.mrr_at_10"]) == pytest.approx(kept.decision.candidate["mrr@10"])
+    assert recorded_decision(tags).candidate["mrr@10"] == pytest.approx(
+        kept.decision.candidate["mrr@10"]
+    )
     assert [entry["decision"] for entry in history_of(world, "1")] == ["promoted"]
     assert world.promote().already_registered
     assert len(client_of(world).search_model_versions(f"name = '{MODEL_NAME}'")) == 1
