@@ -1,8 +1,11 @@
-"""Failure reporting for the flows: which step failed and why, in the log and to a webhook.
+"""Failure reporting for the flows: which step failed and why, in the log, to a webhook and
+in MLflow.
 
 Flows raise :class:`StepFailed` around each step, so the final state's message starts with
-the step's name; the hook parses it back out, logs one line, and POSTs a small JSON
-document to the URL in the environment variable ``flow.webhook_env`` names (if set).
+the step's name; the hook parses it back out, logs one line, POSTs a small JSON document
+to the URL in the environment variable ``flow.webhook_env`` names (if set; the nightly
+flow posts its promotion decisions there too) and records the night as ``failed`` in
+MLflow (:func:`pipelines.promote.nights.record_night`).
 """
 
 from __future__ import annotations
@@ -21,9 +24,12 @@ from prefect.client.schemas.objects import FlowRun
 from prefect.logging.loggers import flow_run_logger
 from prefect.states import State
 
+from flows.outcome import failure_reason
 from flows.redaction import redact_flow_logs
-from pipelines.common.config import ConfigError, FlowParams, load_params
+from pipelines.common.config import ConfigError, FlowParams, Params, load_params
+from pipelines.common.paths import Paths
 from pipelines.common.redact import HIDDEN, redact, redact_url
+from pipelines.promote.headline import FAILED
 
 WEBHOOK_TIMEOUT_SECONDS = 10.0
 _STEP_PATTERN = re.compile(r"step '([^']+)' failed")
@@ -70,19 +76,21 @@ def failure_report(flow_name: str, flow_run: FlowRun, state: State[Any]) -> dict
         "flow_run": flow_run.name,
         "flow_run_id": str(flow_run.id),
         "state": state.name,
+        "outcome": FAILED,
         "step": match.group(1) if match else None,
         "message": message,
     }
 
 
 def post_webhook(url: str, report: dict[str, Any], logger: logging.Logger | Any) -> bool:
-    """POST the report; a webhook that fails is logged, never raised (the run already failed)."""
+    """POST the report; a webhook that fails is logged, never raised (a notice is a
+    courtesy: it neither fails a night nor hides why one failed)."""
     try:
         response = requests.post(url, json=report, timeout=WEBHOOK_TIMEOUT_SECONDS)
         response.raise_for_status()
     except requests.RequestException as error:
         logger.warning(
-            f"failure webhook {redact_url(url, keep_path=False)} did not accept the report: "
+            f"webhook {redact_url(url, keep_path=False)} did not accept the report: "
             f"{without_url(str(error), url)}"
         )
         return False
@@ -103,24 +111,41 @@ def without_url(text: str, url: str) -> str:
 
 
 def report_failure(flow: Flow[Any, Any], flow_run: FlowRun, state: State[Any]) -> None:
-    """Prefect ``on_failure`` / ``on_crashed`` hook."""
+    """Prefect ``on_failure`` / ``on_crashed`` hook: the log line and the webhook."""
     redact_flow_logs()
     logger = flow_run_logger(flow_run, flow)
     report = failure_report(flow.name, flow_run, state)
     step = report["step"] or "unknown step"
     logger.error(f"{flow.name} run {flow_run.name} failed at {step}: {report['message']}")
-    url = os.environ.get(_webhook_env(flow_run), "").strip()
+    _root, params = _run_params(flow_run)
+    webhook_env = params.flow.webhook_env if params else FlowParams().webhook_env
+    url = os.environ.get(webhook_env, "").strip()
     if url:
         post_webhook(url, report, logger)
 
 
-def _webhook_env(flow_run: FlowRun) -> str:
-    """The variable ``flow.webhook_env`` names in the run's params.yaml (else the default)."""
+def report_failed_night(flow: Flow[Any, Any], flow_run: FlowRun, state: State[Any]) -> None:
+    """The nightly flow's failure hook: :func:`report_failure`, then the night's record in
+    MLflow (outcome ``failed``, the step and its error as the reason)."""
+    report_failure(flow, flow_run, state)
+    root, params = _run_params(flow_run)
+    if params is None:
+        flow_run_logger(flow_run, flow).warning(
+            "this night is not recorded in MLflow: its params.yaml did not load"
+        )
+        return
+    from pipelines.promote.nights import record_night
+
+    message = failure_report(flow.name, flow_run, state)["message"]
+    record_night(Paths(root), params, FAILED, failure_reason(message))
+
+
+def _run_params(flow_run: FlowRun) -> tuple[Path, Params | None]:
+    """The run's root and params.yaml (``None`` when that file is what failed to load)."""
     parameters = flow_run.parameters or {}
-    params_file = Path(str(parameters.get("root", "."))) / str(
-        parameters.get("params_path", "params.yaml")
-    )
+    root = Path(str(parameters.get("root", ".")))
+    params_file = root / str(parameters.get("params_path", "params.yaml"))
     try:
-        return load_params(params_file).flow.webhook_env
+        return root, load_params(params_file)
     except ConfigError:
-        return FlowParams().webhook_env
+        return root, None

@@ -8,34 +8,46 @@ with it. Network steps retry with backoff (not a missing DVC project, not a time
 training does not (a failed training run is a finding, not a hiccup; a killed one resumes
 from its checkpoint on the next run).
 
+Every night is told: the promotion decision becomes the table artifact ``promotion`` and,
+with ``flow.webhook_env`` set, a notice to that webhook (promoted or not, with the reason;
+failures go there too, from :mod:`flows.hooks`); a night with nothing to do or that failed
+leaves its own MLflow run (:func:`pipelines.promote.nights.record_night`) beside the
+promotions'; the run ends by logging the decision line of ``mathembed report``.
+
 Run it once with ``mathembed nightly [--force]``, on its schedule with ``mathembed serve``,
 or as the ``nightly-retrain`` deployment of ``infra/prefect.yaml``.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 from prefect import Task, flow, get_run_logger, task
-from prefect.artifacts import create_markdown_artifact
+from prefect.artifacts import create_table_artifact
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.objects import FlowRun
 from prefect.concurrency.sync import concurrency
+from prefect.context import FlowRunContext
 from prefect.deployments import run_deployment
 from prefect.states import Completed, State
 from prefect.tasks import exponential_backoff
 
 from flows import orchestration as orch
-from flows.hooks import StepFailed, report_failure, run_step
+from flows.hooks import StepFailed, post_webhook, report_failed_night, run_step
+from flows.outcome import outcome_notice, promotion_table
 from flows.redaction import redact_flow_logs
-from flows.steps import bounded, dvc, log, retry_unless_permanent, task_timeout
+from flows.steps import bounded, dvc, log, retry_unless_permanent
 from pipelines.common import io
 from pipelines.common.config import FlowParams, Params, load_params
 from pipelines.common.paths import Paths
 from pipelines.common.redact import redact
+from pipelines.dev.report import render_report
 from pipelines.promote.errors import RegistryError
 from pipelines.promote.formatting import format_promotion
+from pipelines.promote.headline import NOTHING_TO_DO
+from pipelines.promote.nights import record_night
 from pipelines.promote.promotion import promote_candidate, promotion_file
 from pipelines.promote.store import tracking_uri
 
@@ -66,7 +78,7 @@ def ingest(root: Path) -> dict[str, Any]:
 def plan(root: Path, params: Params, force: bool) -> orch.NightlyWork:
     paths = Paths(root)
     work = orch.nightly_work(
-        stale=orch.stale_stages(root, "evaluate", log=log, timeout_seconds=task_timeout()),
+        stale=orch.stale_stages(root, "evaluate", log=log),
         candidate_fingerprint=orch.candidate_fingerprint(paths.candidate),
         decided_fingerprint=orch.decided_fingerprint(promotion_file(paths), tracking_uri(paths)),
         outputs_digest=orch.cached_outputs_digest(root),
@@ -147,10 +159,13 @@ def promote(root: Path, params: Params) -> dict[str, Any]:
         result = promote_candidate(params, Paths(root))
     report = redact(format_promotion(result))
     log(report)
-    create_markdown_artifact(
-        key="promotion", markdown=f"```\n{report}\n```", description="promotion decision"
+    promotion = result.as_json()
+    create_table_artifact(
+        key="promotion",
+        table=promotion_table(promotion, params.promote.significance_metric),
+        description=report.splitlines()[0],
     )
-    return result.as_json()
+    return promotion
 
 
 @task(name="dvc-push")
@@ -162,8 +177,8 @@ def push(root: Path, remote: str) -> None:
 
 @flow(
     name="nightly-retrain",
-    on_failure=[report_failure],
-    on_crashed=[report_failure],
+    on_failure=[report_failed_night],
+    on_crashed=[report_failed_night],
     log_prints=True,
 )
 def nightly_retrain(
@@ -180,10 +195,12 @@ def nightly_retrain(
     )
     try:
         with orch.nightly_lock(root_path):
-            return _nightly(root_path, params, force)
+            ended = _nightly(root_path, params, force)
     except orch.NightlyBusyError as busy:
         get_run_logger().warning(str(busy))
-        return Completed(name="Skipped", message=str(busy))
+        return Completed(name=orch.SKIPPED, message=str(busy))
+    log(decision_line(root_path))
+    return ended
 
 
 def _with_network_retries(step: Task[P, R], flow_params: FlowParams) -> Task[P, R]:
@@ -205,6 +222,7 @@ def _nightly(root: Path, params: Params, force: bool) -> State[Any] | dict[str, 
     work = run_step("plan", bounded(plan, params.flow), root, params, force)
     summary: dict[str, Any] = {"ingest": ingested, "work": work.reason}
     if work.nothing_to_do:
+        record_night(Paths(root), params, NOTHING_TO_DO, work.reason)
         return Completed(name="Nothing to do", message=work.reason, data=summary)
     if work.reproduce:
         run_step("data-stages", bounded(data_stages, params.flow), root)
@@ -225,6 +243,8 @@ def _nightly(root: Path, params: Params, force: bool) -> State[Any] | dict[str, 
             )
         except StepFailed as failure:
             failures.append(failure)
+        else:
+            _announce(root, params.flow, summary["promotion"])
     if work.push or work.reproduce:
         try:
             run_step(
@@ -235,3 +255,21 @@ def _nightly(root: Path, params: Params, force: bool) -> State[Any] | dict[str, 
     if failures:
         raise StepFailed.combine(failures)
     return summary
+
+
+def decision_line(root: Path) -> str:
+    """The first line of ``mathembed report``: what was decided, against what, and why."""
+    return render_report(Paths(root)).splitlines()[0]
+
+
+def _announce(root: Path, flow_params: FlowParams, promotion: dict[str, Any]) -> None:
+    """Tell the webhook (when ``flow.webhook_env`` names a set variable) what promote decided."""
+    url = os.environ.get(flow_params.webhook_env, "").strip()
+    context = FlowRunContext.get()
+    if not url or context is None or context.flow_run is None:
+        return
+    flow_run = context.flow_run
+    notice = outcome_notice(
+        "nightly-retrain", flow_run.name, str(flow_run.id), promotion, decision_line(root)
+    )
+    post_webhook(url, notice, get_run_logger())

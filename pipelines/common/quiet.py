@@ -24,6 +24,8 @@ from collections.abc import MutableMapping
 QUIET_ENVIRONMENT = {
     "HF_HUB_DISABLE_PROGRESS_BARS": "1",
     "MLFLOW_LOGGING_LEVEL": "WARNING",
+    # MLflow prints "View run ... at: <url>" on stdout when a run ends against a server.
+    "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "1",
 }
 #: Loggers whose INFO lines describe the library's own work, not ours.
 QUIET_LOGGERS = (

@@ -67,6 +67,8 @@ def services(
     typer.echo(f"S3 (moto)  {started.s3_url}  buckets {DVC_BUCKET}, {MLFLOW_BUCKET}")
     typer.echo(f"MLflow     {started.mlflow_url}")
     typer.echo(f"Prefect    {started.prefect_api_url.removesuffix('/api')}")
+    if started.work_pools:
+        typer.echo(f"work pools {', '.join(started.work_pools)} (for prefect deploy --all)")
     typer.echo(f"logs in {folder}/; use them with: source {folder}/env.sh")
 
 

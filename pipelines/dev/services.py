@@ -2,8 +2,10 @@
 
 Starts, on 127.0.0.1 only: moto's S3 server (the DVC remote ``s3`` and MLflow's artifact
 store), an MLflow tracking server (SQLite backend, artifacts on that S3, proxied) and a
-Prefect server (SQLite). State, logs and pid files live in one folder (``.services/``);
-``env.sh`` there exports what a shell needs to use them::
+Prefect server (SQLite) with the work pools ``infra/prefect.yaml`` deploys to (so
+``prefect deploy --prefect-file infra/prefect.yaml --all`` works against it). State, logs
+and pid files live in one folder (``.services/``); ``env.sh`` there exports what a shell
+needs to use them::
 
     make services && source .services/env.sh && mathembed nightly
     make services-down
@@ -36,6 +38,8 @@ S3_CREDENTIALS = {
     "AWS_DEFAULT_REGION": "us-east-1",
 }
 START_TIMEOUT_SECONDS = 90.0
+#: Every service, in the order they start (MLflow's artifacts live on S3).
+SERVICE_NAMES = ("s3", "mlflow", "prefect")
 
 
 class ServiceError(RuntimeError):
@@ -55,6 +59,8 @@ class Services:
 
     folder: Path
     ports: Ports
+    #: The Prefect work pools ready on the server (created or already there).
+    work_pools: tuple[str, ...] = ()
     #: The server processes, when this process started them (to reap them on stop).
     processes: tuple[subprocess.Popen[bytes], ...] = field(default=(), compare=False, repr=False)
 
@@ -138,17 +144,26 @@ def _server_environment(services: Services) -> dict[str, str]:
     return environment
 
 
-def start(folder: Path, ports: Ports = Ports()) -> Services:
-    """Start the three servers (each in its own process group) and wait until they answer."""
+def start(folder: Path, ports: Ports = Ports(), only: tuple[str, ...] = SERVICE_NAMES) -> Services:
+    """Start the servers (each in its own process group) and wait until they answer.
+
+    ``only`` starts a subset (a test that needs Prefect alone); MLflow needs S3. Once
+    Prefect answers, the work pools of ``infra/prefect.yaml`` are created on it.
+    """
+    unknown = set(only) - set(SERVICE_NAMES)
+    if unknown or ("mlflow" in only and "s3" not in only):
+        raise ValueError(f"cannot start {only}: choose among {SERVICE_NAMES}; mlflow needs s3")
     services = Services(folder, ports)
     folder.mkdir(parents=True, exist_ok=True)
-    for name in ("s3", "mlflow", "prefect"):
+    for name in only:
         if _pid_alive(_read_pid(folder, name)):
             raise ServiceError(f"{name} already runs (pid file {folder / f'{name}.pid'})")
     environment = _server_environment(services)
     processes: list[subprocess.Popen[bytes]] = []
     try:
         for name, command in _commands(services).items():
+            if name not in only:
+                continue
             with (folder / f"{name}.log").open("ab") as log:
                 process = subprocess.Popen(
                     command,
@@ -164,7 +179,10 @@ def start(folder: Path, ports: Ports = Ports()) -> Services:
                 _wait_healthy(name, services)
                 _create_buckets(services)
         for name in ("mlflow", "prefect"):
-            _wait_healthy(name, services)
+            if name in only:
+                _wait_healthy(name, services)
+        if "prefect" in only:
+            services = replace(services, work_pools=_create_work_pools(services))
     except BaseException:
         stop(folder)
         _reap(processes)
@@ -189,9 +207,11 @@ def stop(folder: Path) -> list[str]:
 
 
 @contextmanager
-def running(folder: Path, ports: Ports | None = None) -> Iterator[Services]:
+def running(
+    folder: Path, ports: Ports | None = None, only: tuple[str, ...] = SERVICE_NAMES
+) -> Iterator[Services]:
     """The servers on free ports for the duration of a block (tests)."""
-    services = start(folder, ports or Ports(free_port(), free_port(), free_port()))
+    services = start(folder, ports or Ports(free_port(), free_port(), free_port()), only)
     try:
         yield services
     finally:
@@ -218,6 +238,16 @@ def _create_buckets(services: Services) -> None:
     for bucket in (DVC_BUCKET, MLFLOW_BUCKET):
         if bucket not in existing:
             s3.create_bucket(Bucket=bucket)
+
+
+def _create_work_pools(services: Services) -> tuple[str, ...]:
+    """The pools the deployments name: ``prefect deploy`` refuses a pool that is missing."""
+    from flows.pools import PREFECT_FILE, ensure_work_pools, read_deployment_pools
+
+    if not PREFECT_FILE.is_file():  # an installed wheel has no infra/: nothing to deploy
+        return ()
+    pools = ensure_work_pools(read_deployment_pools(PREFECT_FILE), services.prefect_api_url)
+    return tuple(pool.name for pool in pools)
 
 
 def _wait_healthy(name: str, services: Services) -> None:

@@ -6,12 +6,14 @@ tracking server and a Prefect server. The tests run in order, each a night in th
 of the project:
 
 1. the first run trains, promotes and pushes: the Prefect API says COMPLETED, MLflow has
-   the run and ``@champion``, and the data pulled back from S3 is identical;
+   the run and ``@champion``, the decision is a table artifact and a webhook notice, and
+   the data pulled back from S3 is identical;
 2. new papers arrive while S3 and MLflow are down, and a second run is started at the
    same time: the second exits at once, the first fails naming both steps (log and
    webhook), and nothing is lost or half-registered;
 3. the next run, services back, promotes and pushes what was left, without retraining;
-4. a run with nothing new ends early, and ``force`` retrains anyway;
+4. a run with nothing new ends early (``mathembed nightly`` says so, then the decision
+   line; MLflow records the night as "nothing to do"), and ``force`` retrains anyway;
 5. a run killed during training takes its trainer with it, and the next run resumes from
    its checkpoint;
 6. ``mathembed serve`` registers the cron deployment, and training can run on a served
@@ -21,6 +23,7 @@ of the project:
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import signal
@@ -37,8 +40,14 @@ import pytest
 import yaml
 from mlflow import MlflowClient
 from prefect.client.orchestration import get_client
-from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+from prefect.client.schemas.filters import (
+    ArtifactFilter,
+    ArtifactFilterKey,
+    FlowRunFilter,
+    FlowRunFilterId,
+)
 from prefect.client.schemas.objects import StateType
+from prefect.client.schemas.sorting import FlowRunSort
 from prefect.settings import PREFECT_API_URL, temporary_settings
 from prefect.states import State
 from projects import dvc, new_project, run, update_params
@@ -46,6 +55,7 @@ from webhook import Webhook, receiving_webhook
 
 from flows import processes
 from flows.nightly import nightly_retrain
+from pipelines.common.config import load_params
 from pipelines.common.io import read_json
 from pipelines.common.locks import stage_lock
 from pipelines.dev import services
@@ -109,10 +119,18 @@ def run_nightly(stack: Stack, **parameters: Any) -> State[Any]:
     return state
 
 
-def api_view(state: State[Any]) -> tuple[StateType, str, set[str]]:
-    """The flow run as the Prefect server recorded it: state type, name, its task names."""
-    flow_run_id = state.state_details.flow_run_id
-    assert flow_run_id is not None
+def api_view(state: State[Any] | None) -> tuple[StateType, str, set[str]]:
+    """The flow run as the Prefect server recorded it: state type, name, its task names.
+
+    ``None``: the latest flow run (one a subprocess ran).
+    """
+    if state is None:
+        with get_client(sync_client=True) as client:
+            (latest,) = client.read_flow_runs(sort=FlowRunSort.START_TIME_DESC, limit=1)
+        flow_run_id = latest.id
+    else:
+        assert state.state_details.flow_run_id is not None
+        flow_run_id = state.state_details.flow_run_id
     with get_client(sync_client=True) as client:
         flow_run = client.read_flow_run(flow_run_id)
         task_runs = client.read_task_runs(
@@ -125,6 +143,30 @@ def api_view(state: State[Any]) -> tuple[StateType, str, set[str]]:
 
 def registry(stack: Stack) -> MlflowClient:
     return MlflowClient(stack.services.mlflow_url)
+
+
+def promotion_table(state: State[Any]) -> list[dict[str, Any]]:
+    """The ``promotion`` table artifact the run left."""
+    with get_client(sync_client=True) as client:
+        artifacts = client.read_artifacts(
+            artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["promotion"]))
+        )
+    (table,) = [a for a in artifacts if a.flow_run_id == state.state_details.flow_run_id]
+    assert table.type == "table"
+    assert isinstance(table.data, str)
+    rows: list[dict[str, Any]] = json.loads(table.data)
+    return rows
+
+
+def nights(stack: Stack, outcome: str) -> list[Any]:
+    """The MLflow runs that record a night with ``outcome``."""
+    experiment = registry(stack).get_experiment_by_name(
+        load_params(stack.root / "params.yaml").promote.experiment
+    )
+    assert experiment is not None
+    return registry(stack).search_runs(
+        [experiment.experiment_id], filter_string=f"tags.`mathembed.outcome` = '{outcome}'"
+    )
 
 
 def version_numbers(stack: Stack) -> list[int]:
@@ -155,6 +197,15 @@ def test_first_run_trains_promotes_and_pushes(
     assert champion_run.info.status == "FINISHED" and champion_run.data.metrics
     promotion = read_json(stack.root / "metrics" / "promotion.json")
     assert promotion["promoted"] and promotion["tracking_uri"] == stack.services.mlflow_url
+    # Told: a table in Prefect, a notice on the webhook.
+    rows = promotion_table(state)
+    assert [row["metric"] for row in rows] == ["MRR@10", "NDCG@10"]
+    assert {row["decision"] for row in rows} == {"promoted"}
+    assert rows[0]["candidate"] == round(promotion["candidate_mrr@10"], 4)
+    assert rows[0]["base"] is not None and rows[0]["champion"] is None  # no champion yet
+    (notice,) = stack.webhook.reports
+    assert (notice["outcome"], notice["version"]) == ("promoted", "1")
+    assert notice["message"].startswith("Promoted")
 
     # Pushed to S3 and pulled back identical into a checkout without data or cache.
     clone = tmp_path_factory.mktemp("clone")
@@ -214,6 +265,7 @@ def test_services_down_and_a_concurrent_run_lose_nothing(
 def test_next_run_promotes_and_pushes_what_was_left(stack: Stack) -> None:
     versions_before = version_numbers(stack)
     dvc("remote", "modify", "--local", "--unset", "s3", "endpointurl", cwd=stack.root)
+    stack.webhook.reports.clear()
     state = run_nightly(stack)
     assert state.is_completed(), state.message
     _type, _name, tasks = api_view(state)
@@ -223,16 +275,35 @@ def test_next_run_promotes_and_pushes_what_was_left(stack: Stack) -> None:
         stack.services.mlflow_url
     )
     assert "in sync" in dvc("status", "--cloud", "-r", "s3", cwd=stack.root)
+    (notice,) = stack.webhook.reports  # promoted or not, the decision is told
+    promotion = read_json(stack.root / "metrics" / "promotion.json")
+    assert notice["outcome"] == promotion["decision"] in ("promoted", "not promoted")
+    assert notice["version"] == str(versions_before[-1] + 1) and notice["reason"]
 
 
 def test_a_run_with_nothing_new_ends_early(stack: Stack) -> None:
     versions_before = version_numbers(stack)
-    state = run_nightly(stack)
-    state_type, name, tasks = api_view(state)
+    stack.webhook.reports.clear()
+    night = subprocess.run(
+        [sys.executable, "-m", "pipelines.cli", "nightly", "--root", str(stack.root)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert night.returncode == 0, night.stdout + night.stderr
+    lines = night.stdout.splitlines()
+    at = next(n for n, line in enumerate(lines) if line.startswith("nightly-retrain: "))
+    assert lines[at].startswith("nightly-retrain: Nothing to do: no new papers")
+    assert lines[at + 1].startswith(("Promoted", "Not promoted"))  # the last decision
+    assert "What ran:" in lines[at + 2 :]  # then the rest of `mathembed report`
+    state_type, name, tasks = api_view(None)
     assert state_type == StateType.COMPLETED and name == "Nothing to do"
-    assert "no new papers" in (state.message or "")
     assert tasks == {"ingest", "plan"}
     assert version_numbers(stack) == versions_before
+    (record,) = nights(stack, "nothing to do")
+    assert record.data.tags["mathembed.reason"].startswith("no new papers")
+    assert stack.webhook.reports == []  # a quiet night sends nothing
 
 
 def test_force_retrains_when_nothing_changed(stack: Stack) -> None:

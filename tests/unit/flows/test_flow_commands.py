@@ -110,3 +110,35 @@ def test_serve_with_a_prefect_server_serves(project: Path, monkeypatch: pytest.M
     assert result.exit_code == 0, result.output
     assert "serving nightly-retrain" in result.stdout
     assert served[0]["parameters"]["params_path"] == "params.yaml"
+
+
+def test_nightly_ends_with_the_report_decision_first(
+    project: Path, flow_runs: list[dict[str, Any]]
+) -> None:
+    result = invoke("nightly", "--root", str(project))
+    assert result.exit_code == 0, result.output
+    state_line, decision_line, *rest = result.stdout.splitlines()
+    assert state_line == "nightly-retrain: Completed: nothing to do"
+    assert decision_line.startswith("No decision yet: ")  # this project never promoted
+    assert "What ran:" in rest
+
+
+def test_a_failed_night_prints_no_stale_report(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from prefect.states import Failed
+
+    monkeypatch.setattr(nightly, "nightly_retrain", lambda **_: Failed(message="step 'x' failed"))
+    with temporary_settings({PREFECT_API_URL: "http://127.0.0.1:9/api"}):
+        result = invoke("nightly", "--root", str(project))
+    assert result.exit_code == 1
+    assert result.stdout.splitlines() == ["nightly-retrain: Failed: step 'x' failed"]
+
+
+def test_pools_without_a_prefect_server_refuses(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    with temporary_settings(restore_defaults={PREFECT_API_URL}):
+        result = invoke("pools")
+    assert result.exit_code == 2
+    assert result.stderr.startswith("pools: PREFECT_API_URL is not set")
+    assert "make services" in result.stderr

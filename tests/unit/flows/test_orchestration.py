@@ -221,3 +221,21 @@ def test_network_steps_keep_retrying_network_errors_only() -> None:
     assert ingest.retry_condition_fn is retry_unless_permanent
     promote = nightly._with_network_retries(nightly.promote, flow)
     assert promote.retry_condition_fn is nightly._retry_on_registry_errors  # kept
+
+
+def test_stale_stages_are_what_dvc_status_says(tmp_path: Path) -> None:
+    # DVC's Python API in this process; the command's JSON is the reference answer.
+    from projects import dvc, new_project
+
+    root = new_project(tmp_path / "project")
+    logged: list[str] = []
+    stale = orch.stale_stages(root, "pairs", log=logged.append)
+    by_command = json.loads(dvc("status", "--json", "--with-deps", "pairs", cwd=root))
+    assert stale == sorted(by_command) == ["graph", "ingest", "pairs", "prepare", "sample"]
+    assert logged == ["stale stages up to pairs: graph, ingest, pairs, prepare, sample"]
+
+
+def test_stale_stages_outside_a_dvc_project_fail_at_once_with_the_fix(tmp_path: Path) -> None:
+    with pytest.raises(orch.DvcSetupError, match="pass --root") as raised:
+        orch.stale_stages(tmp_path, "evaluate", log=lambda _line: None)
+    assert not orch.worth_retrying(raised.value)

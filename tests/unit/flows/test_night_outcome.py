@@ -1,0 +1,170 @@
+"""What a night tells people (issue 13): the promotion table, the webhook notices, the MLflow
+record of a failed night, and the work pools ``prefect deploy`` needs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+from uuid import uuid4
+
+import pytest
+import yaml
+from mlflow import MlflowClient
+from prefect.client.schemas.objects import FlowRun
+from prefect.states import Failed
+from repo import REPO
+from webhook import receiving_webhook
+
+from flows import hooks
+from flows.outcome import failure_reason, metric_label, outcome_notice, promotion_table
+from flows.pools import deployment_pools, read_deployment_pools
+from pipelines.common.config import load_params
+from pipelines.common.paths import Paths
+from pipelines.promote.decision import Decision
+from pipelines.promote.promotion import PromotionResult
+from pipelines.promote.run_log import OUTCOME_TAG, REASON_TAG
+from pipelines.promote.store import tracking_uri
+
+
+def promotion(*, promote: bool, against: str) -> dict[str, Any]:
+    """``metrics/promotion.json`` as promote writes it."""
+    base = {"mrr@10": 0.5468, "ndcg@10": 0.5404}
+    other = {"mrr@10": 0.601, "ndcg@10": 0.58} if against == "champion" else base
+    candidate = {"mrr@10": 0.65612, "ndcg@10": 0.62418}
+    decision = Decision(
+        promote=promote,
+        reason="better on every metric" if promote else "NDCG@10 did not improve",
+        p_value=9.999000099990002e-05,
+        compared_against="champion" if against == "champion" else "base",
+        deltas={metric: candidate[metric] - other[metric] for metric in candidate},
+        candidate=candidate,
+        other=other,
+    )
+    return PromotionResult(
+        registered_model="math-embed",
+        version="3",
+        fingerprint="f" * 64,
+        run_id="r" * 32,
+        decision=decision,
+        compared_version="2" if against == "champion" else None,
+        aliases={"champion": "3" if promote else "2", "challenger": None if promote else "3"},
+        already_registered=False,
+        tracking_uri="sqlite:///mlruns/mlflow.db",
+        decided_at="2026-11-24T02:00:00+00:00",
+        base_scores=base,
+    ).as_json()
+
+
+def test_the_promotion_table_has_every_side_the_gain_p_and_decision() -> None:
+    rows = promotion_table(promotion(promote=True, against="champion"), "mrr@10")
+    assert rows == [
+        {
+            "metric": "MRR@10",
+            "candidate": 0.6561,
+            "base": 0.5468,
+            "champion": 0.601,
+            "gain over champion": 0.0551,
+            "p": 0.0001,
+            "decision": "promoted",
+        },
+        {
+            "metric": "NDCG@10",
+            "candidate": 0.6242,
+            "base": 0.5404,
+            "champion": 0.58,
+            "gain over champion": 0.0442,
+            "p": None,  # the test ran on MRR@10 only
+            "decision": "promoted",
+        },
+    ]
+
+
+def test_without_a_champion_the_gain_is_over_the_base_model() -> None:
+    rows = promotion_table(promotion(promote=False, against="base"), "ndcg@10")
+    assert [row["champion"] for row in rows] == [None, None]
+    assert [row["gain over base"] for row in rows] == [0.1093, 0.0838]
+    assert [row["p"] for row in rows] == [None, 0.0001]
+    assert {row["decision"] for row in rows} == {"not promoted"}
+
+
+def test_metric_labels() -> None:
+    assert [metric_label(m) for m in ("mrr@10", "ndcg@10", "recall@100", "hit")] == [
+        "MRR@10",
+        "NDCG@10",
+        "Recall@100",
+        "Hit",
+    ]
+
+
+@pytest.mark.parametrize(("promote", "outcome"), [(True, "promoted"), (False, "not promoted")])
+def test_a_decision_notice_reaches_the_webhook(promote: bool, outcome: str) -> None:
+    record = promotion(promote=promote, against="champion")
+    notice = outcome_notice("nightly-retrain", "brave-otter", "id-1", record, "Promoted ...")
+    with receiving_webhook() as webhook:
+        assert hooks.post_webhook(webhook.url, notice, None)
+    (received,) = webhook.reports
+    assert received["outcome"] == outcome and received["version"] == "3"
+    assert received["reason"] == record["reason"] and received["message"] == "Promoted ..."
+    assert received["step"] is None  # the failure report's keys, so one receiver reads both
+
+
+def test_a_failed_night_s_reason_is_short_and_names_the_step() -> None:
+    tail = "\n".join(f"line {n}" for n in range(40))
+    message = (
+        "Flow run encountered an exception: StepFailed: step 'train' failed: DvcError: "
+        f"`dvc repro train` exited with 1:\n{tail}\nERROR: failed to reproduce 'train'"
+    )
+    assert failure_reason(message) == (
+        "step 'train' failed: DvcError: `dvc repro train` exited with 1: … "
+        "ERROR: failed to reproduce 'train'"
+    )
+    assert len(failure_reason("x" * 5000)) == 300
+    assert failure_reason("") == "the run failed without a message"
+
+
+def test_a_failed_night_is_recorded_in_mlflow_and_posted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "params.yaml").write_text((REPO / "params.yaml").read_text())
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)  # the root's own sqlite store
+    monkeypatch.setattr(hooks, "flow_run_logger", lambda *_args: _Silent())
+    flow_run = FlowRun(
+        id=uuid4(), name="brave-otter", flow_id=uuid4(), parameters={"root": str(root)}
+    )
+    failed = Failed(
+        message="Flow run encountered an exception: StepFailed: step 'validate' failed: "
+        "DvcError: `dvc repro validate` exited with 1:\n3 rows failed the schema"
+    )
+    with receiving_webhook() as webhook:
+        monkeypatch.setenv("MATHEMBED_WEBHOOK_URL", webhook.url)
+        from flows import nightly
+
+        hooks.report_failed_night(nightly.nightly_retrain, flow_run, failed)
+    assert [(r["outcome"], r["step"]) for r in webhook.reports] == [("failed", "validate")]
+
+    params = load_params(root / "params.yaml")
+    client = MlflowClient(tracking_uri(Paths(root)))
+    experiment = client.get_experiment_by_name(params.promote.experiment)
+    assert experiment is not None
+    (run,) = client.search_runs([experiment.experiment_id])
+    assert run.data.tags[OUTCOME_TAG] == "failed"
+    assert run.data.tags[REASON_TAG].startswith("step 'validate' failed")
+    assert run.info.status == "FAILED"
+
+
+def test_the_deployments_name_the_pools_that_get_created() -> None:
+    prefect_yaml = yaml.safe_load((REPO / "infra" / "prefect.yaml").read_text())
+    assert deployment_pools(prefect_yaml) == ["cpu", "gpu"]
+    assert read_deployment_pools() == ["cpu", "gpu"]  # this checkout's file by default
+    assert deployment_pools({"deployments": [{"name": "x"}, {"work_pool": {"name": "a"}}]}) == ["a"]
+    assert deployment_pools({}) == []
+
+
+class _Silent:
+    def error(self, _message: str) -> None:
+        pass
+
+    def warning(self, _message: str) -> None:
+        pass
