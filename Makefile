@@ -82,12 +82,11 @@ repro: build ## run the pipeline (dvc repro: data, validate, train, evaluate) on
 
 # The main job on the embedded default, offline: the Prefect nightly flow once (ingest →
 # data stages → validate → train → evaluate → promote → dvc push) on the sample mirror,
-# then what it produced, the registry and a search with the champion. A second run finds
-# no new papers and ends early ("Nothing to do").
+# ending with what it decided and why (mathembed report), then the registry and a search
+# with the champion. A second run finds no new papers and ends early ("Nothing to do").
 DEMO_QUERY ?= Zariski covering
 demo: build ## the nightly flow once on the sample mirror, then its results and a search
 	$(VENV)/bin/mathembed nightly
-	@$(VENV)/bin/mathembed report
 	$(VENV)/bin/mathembed status
 	@if $(VENV)/bin/mathembed status | grep -q '^champion *v'; then \
 		$(VENV)/bin/mathembed search "$(DEMO_QUERY)" -k 3; \

@@ -1,8 +1,10 @@
-"""``mathembed search``: the passages closest to a query under the ``@champion`` model."""
+"""``mathembed search`` and ``mathembed serve-search``: a registered model ranks the corpus."""
 
 from __future__ import annotations
 
-from typing import Annotated
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -15,30 +17,92 @@ from pipelines.common.cli import (
     params_path,
 )
 
+if TYPE_CHECKING:
+    from pipelines.search.engine import SearchEngine
+
+AliasOption = Annotated[
+    str | None,
+    typer.Option(
+        "--alias",
+        help="Registry alias of the model: champion (default), challenger, previous, ...",
+    ),
+]
+VersionOption = Annotated[
+    str | None,
+    typer.Option("--version", help="Model version number instead of an alias, e.g. 3."),
+]
+
 
 def search(
     query: Annotated[str, typer.Argument(help="What to look for, e.g. 'chromatic polynomial'.")],
-    k: Annotated[int, typer.Option("-k", help="How many passages.")] = 10,
+    k: Annotated[int, typer.Option("-k", help="How many passages (1-100).")] = 10,
+    alias: AliasOption = None,
+    version: VersionOption = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print JSON (query, model, took_ms, hits).")
+    ] = False,
     params: ParamsOption = DEFAULT_PARAMS,
     root: RootOption = DEFAULT_ROOT,
 ) -> None:
-    """Search the passages with the @champion model.
+    """Search the passages with a registered model (default: @champion).
 
-    Prints the passages of the validated corpus closest to QUERY under the registry's
-    @champion model (models:/math-embed@champion), with paper id, title and score.
+    Prints the passages of the validated corpus closest to QUERY, each with its score,
+    paper id, title, a link to the paper where one is known, and the passage's start.
+    For many queries, `mathembed serve-search` keeps the model loaded.
     """
+    from pipelines.search.query import check_request, format_hits
+
+    with command_errors("search", bad_input=_bad_input()):
+        check_request(query, k)
+        engine = _open(params, root, alias, version)
+        if as_json:
+            typer.echo(json.dumps(engine.answer(query, k), ensure_ascii=False, indent=2))
+        else:
+            typer.echo(format_hits(engine.search(query, k)))
+
+
+def serve_search(
+    alias: AliasOption = None,
+    version: VersionOption = None,
+    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="Port (0: any free one).")] = 8765,
+    params: ParamsOption = DEFAULT_PARAMS,
+    root: RootOption = DEFAULT_ROOT,
+) -> None:
+    """Serve search over HTTP: a page at /, JSON at /api/search?q=...&k=10, /health.
+
+    Loads the model once and keeps its index of the corpus's passages in memory
+    (data/search_index/, one file per model, updated incrementally). Ctrl-C stops it.
+    """
+    from pipelines.search.server import serve
+
+    with command_errors("serve-search", bad_input=_bad_input()):
+        engine = _open(params, root, alias, version)
+        serve(engine, host, port)
+
+
+def _bad_input() -> tuple[type[BaseException], ...]:
+    from pipelines.promote.errors import PromotionError
+
+    return (PromotionError, FileNotFoundError, ValueError)
+
+
+def _open(params: Path, root: Path, alias: str | None, version: str | None) -> SearchEngine:
+    """The engine for the asked-for model; the corpus links papers if it came from arXiv."""
     from pipelines.common.config import load_params
     from pipelines.common.paths import Paths
-    from pipelines.promote.errors import PromotionError
-    from pipelines.search.query import format_hits
-    from pipelines.search.query import search as search_passages
+    from pipelines.search.engine import open_engine
 
-    with command_errors("search", bad_input=(PromotionError, FileNotFoundError, ValueError)):
-        hits = search_passages(
-            query, k, Paths(root), load_params(params_path(params, root)).promote
-        )
-    typer.echo(format_hits(hits))
+    loaded = load_params(params_path(params, root))
+    return open_engine(
+        Paths(root),
+        loaded.promote,
+        alias=alias,
+        version=version,
+        from_arxiv=loaded.ingest.source == "arxiv",
+    )
 
 
 def register(app: typer.Typer) -> None:
     app.command("search")(search)
+    app.command("serve-search")(serve_search)

@@ -1,36 +1,29 @@
-"""``mathembed search``: the top passages for a query, ranked by the registry's champion.
+"""``mathembed search``: the top passages for a query, ranked by a registered model.
 
-This is how a researcher uses what the pipeline produced. :func:`search` loads
-``models:/math-embed@champion`` (the ``sentence_transformers`` flavour; the alias is
-resolved to a version once, so the model and its cache key cannot disagree if a promotion
-moves the alias meanwhile), embeds the validated corpus
-(``data/validated/chunks.parquet``; ``data/processed/`` before validation has run) once
-per model and corpus — through :class:`pipelines.common.embeddings.EmbeddingCache`, keyed
-by the version's model fingerprint and the corpus texts, the same entries the evaluate
-stage fills — and ranks it with ``metrics_rs.knn`` (cosine). Titles come from the papers
-table beside the chunks.
+This is how a researcher uses what the pipeline produced. The corpus is the validated
+passages (``data/validated/chunks.parquet``; ``data/processed/`` before validation has
+run) with their papers' titles and links (:mod:`pipelines.search.links`). The model, its
+persistent passage index and the ranking live in :mod:`pipelines.search.engine`; this
+module holds what the one-shot command, the service and the tests share: the checks on a
+request, the hit, the corpus and how hits are printed.
 """
 
 from __future__ import annotations
 
-import sys
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
-import metrics_rs
 from pipelines.common import io
 from pipelines.common.config import PromoteParams
-from pipelines.common.embeddings import EmbeddingCache, embed_cached, embed_texts
 from pipelines.common.paths import Paths
-from pipelines.common.redact import redact
 from pipelines.common.tables import TABLES
-from pipelines.promote.errors import NoChampionError
-from pipelines.promote.store import CHAMPION, connect, load_registered_model, version_fingerprint
+from pipelines.search.links import paper_url, stacks_chapters
 
-#: Texts per encode batch when the corpus is not cached yet.
-BATCH_SIZE = 64
+#: The most passages one request may ask for (the page and the API alike).
+MAX_K = 100
 
 
 @dataclass(frozen=True)
@@ -42,21 +35,36 @@ class Hit:
     title: str
     score: float
     text: str
+    url: str | None = None
+
+    def as_json(self, rank: int, *, max_chars: int | None = None) -> dict[str, Any]:
+        return {"rank": rank, **asdict(self), "text": trimmed(self.text, max_chars)}
 
 
-def corpus_dir(paths: Paths) -> Path:
-    """The validated tables when validation has run, else the processed ones."""
-    validated = TABLES["chunks"].validated_path(paths)
-    return paths.validated if validated.is_file() else paths.processed
+@dataclass(frozen=True)
+class Corpus:
+    """The passages to search (row ``i`` of ``chunks`` is row ``i`` of the index) and, per
+    paper, its title and link."""
+
+    chunks: pd.DataFrame
+    titles: dict[str, str]
+    urls: dict[str, str | None]
+
+    def hit(self, row: int, score: float) -> Hit:
+        chunk = self.chunks.iloc[row]
+        paper_id = str(chunk["paper_id"])
+        return Hit(
+            chunk_id=str(chunk["chunk_id"]),
+            paper_id=paper_id,
+            title=self.titles.get(paper_id, ""),
+            score=float(score),
+            text=str(chunk["text"]),
+            url=self.urls.get(paper_id),
+        )
 
 
-def search(query: str, k: int, paths: Paths, promote: PromoteParams | None = None) -> list[Hit]:
-    """The ``k`` passages most similar to ``query`` under the champion model, best first.
-
-    Raises :class:`~pipelines.promote.errors.NoChampionError` when nothing has been promoted,
-    ``FileNotFoundError`` when there is no corpus, ``ValueError`` for an empty query or
-    ``k < 1``.
-    """
+def check_request(query: str, k: int) -> None:
+    """Refuse what no model could answer, before anything is loaded (``ValueError``)."""
     if not query.strip():
         raise ValueError("the query is empty; pass some text, e.g. mathembed search 'prime gaps'")
     try:
@@ -66,49 +74,44 @@ def search(query: str, k: int, paths: Paths, promote: PromoteParams | None = Non
             f"the query is not valid UTF-8 text (character {error.start + 1} cannot be "
             "encoded); pass it in a UTF-8 terminal or locale, e.g. LANG=C.UTF-8"
         ) from None
-    if k < 1:
-        raise ValueError(f"k must be at least 1, got {k}")
-    promote = promote or PromoteParams()
-    chunks, titles = _read_corpus(paths)
+    if not 1 <= k <= MAX_K:
+        raise ValueError(f"k must be at least 1 and at most {MAX_K}, got {k}")
 
-    registry = connect(paths, promote, create=False)
-    champion = registry.version_by_alias(CHAMPION) if registry is not None else None
-    if registry is None or champion is None:
-        where = redact(registry.uri) if registry is not None else str(paths.mlflow_store)
-        raise NoChampionError(
-            f"no @{CHAMPION} version of {promote.registered_model} in the registry ({where}); "
-            "run the pipeline (`make repro` / `dvc repro`) and `mathembed promote` first"
-        )
-    model = load_registered_model(registry, champion)
-    texts = chunks["text"].astype(str).tolist()
-    fingerprint = version_fingerprint(registry, champion)
-    corpus = embed_cached(
-        model,
-        texts,
-        model_fingerprint=fingerprint,
-        cache=EmbeddingCache(paths.embedding_cache, keep=[fingerprint]),
-        batch_size=BATCH_SIZE,
-        progress=sys.stderr.isatty(),
+
+def search(
+    query: str,
+    k: int,
+    paths: Paths,
+    promote: PromoteParams | None = None,
+    *,
+    alias: str | None = None,
+    version: str | None = None,
+    from_arxiv: bool = False,
+) -> list[Hit]:
+    """The ``k`` passages most similar to ``query``, best first, under the ``alias`` (or
+    ``version``; default ``@champion``) model: one model load, the persistent index.
+
+    ``from_arxiv``: the corpus came from arXiv (``ingest.source``), so papers get links.
+    Raises :class:`~pipelines.promote.errors.NoChampionError` when the alias is unset,
+    ``FileNotFoundError`` when there is no corpus, ``ValueError`` for a bad request.
+    """
+    from pipelines.search.engine import open_engine
+
+    check_request(query, k)
+    engine = open_engine(
+        paths, promote or PromoteParams(), alias=alias, version=version, from_arxiv=from_arxiv
     )
-    query_embedding = embed_texts(model, [query], batch_size=1, dim=None, normalize=False)
-    ids, scores = metrics_rs.knn(query_embedding, corpus, min(k, len(texts)))
-    hits = []
-    for row, score in zip(ids[0].tolist(), scores[0].tolist(), strict=True):
-        chunk = chunks.iloc[row]
-        paper_id = str(chunk["paper_id"])
-        hits.append(
-            Hit(
-                chunk_id=str(chunk["chunk_id"]),
-                paper_id=paper_id,
-                title=titles.get(paper_id, ""),
-                score=float(score),
-                text=str(chunk["text"]),
-            )
-        )
-    return hits
+    return engine.search(query, k)
 
 
-def _read_corpus(paths: Paths) -> tuple[pd.DataFrame, dict[str, str]]:
+def corpus_dir(paths: Paths) -> Path:
+    """The validated tables when validation has run, else the processed ones."""
+    validated = TABLES["chunks"].validated_path(paths)
+    return paths.validated if validated.is_file() else paths.processed
+
+
+def read_corpus(paths: Paths, *, from_arxiv: bool) -> Corpus:
+    """The passages, titles and links; ``from_arxiv``: harvested from arXiv (links)."""
     folder = corpus_dir(paths)
     chunks_path = folder / TABLES["chunks"].file_name
     papers_path = folder / TABLES["papers"].file_name
@@ -126,16 +129,28 @@ def _read_corpus(paths: Paths) -> tuple[pd.DataFrame, dict[str, str]]:
     if papers_path.is_file():
         papers = io.read_parquet(papers_path)
         titles = dict(zip(papers["paper_id"].astype(str), papers["title"].astype(str), strict=True))
-    return chunks.reset_index(drop=True), titles
+    chapters = stacks_chapters(paths.mirror)
+    urls = {
+        paper_id: paper_url(paper_id, from_arxiv=from_arxiv, stacks_chapters=chapters)
+        for paper_id in chunks["paper_id"].astype(str).unique()
+    }
+    return Corpus(chunks.reset_index(drop=True), titles, urls)
+
+
+def trimmed(text: str, max_chars: int | None) -> str:
+    """``text`` on one line, cut to ``max_chars`` with an ellipsis (``None``: whole)."""
+    flat = " ".join(text.split())
+    if max_chars is None or len(flat) <= max_chars:
+        return flat
+    return flat[: max_chars - 1] + "…"
 
 
 def format_hits(hits: list[Hit], *, width: int = 160) -> str:
-    """Hits as the CLI prints them: rank, score, paper id, title, then the passage start."""
+    """Hits as the CLI prints them: rank, score, paper id, title, link, passage start."""
     lines = []
     for rank, hit in enumerate(hits, 1):
-        passage = " ".join(hit.text.split())
-        if len(passage) > width:
-            passage = passage[: width - 1] + "…"
         lines.append(f"{rank:>2}. {hit.score:.4f}  {hit.paper_id}  {hit.title}")
-        lines.append(f"    [{hit.chunk_id}] {passage}")
+        if hit.url:
+            lines.append(f"    {hit.url}")
+        lines.append(f"    [{hit.chunk_id}] {trimmed(hit.text, width)}")
     return "\n".join(lines)

@@ -40,6 +40,14 @@ temporary folder and renamed over the old candidate only when complete; and
 ``metrics/train.json`` (loss curve per logging step, validation loss per epoch, pairs/s,
 wall time, device, counts). Nothing is reported to W&B or TensorBoard.
 
+Progress is logged, not only drawn: every ``logging_steps`` a line "step 20/100 (20 %),
+loss ..., lr ..., 12 s elapsed, ~48 s left" (:mod:`pipelines.train.progress`), the
+validation loss after each evaluation and the total at the end; the trainer's bar is drawn
+only on a terminal. Given a :class:`~pipelines.train.tracking.TrainingRun`, the same
+entries go live to MLflow, the run ends FINISHED/FAILED/KILLED with the training, and the
+candidate carries ``mlflow_run.json`` naming it. The candidate's ``README.md`` is its own
+model card (:mod:`pipelines.train.card`): base model, training pairs, task.
+
 ``torch``, ``transformers`` and ``sentence_transformers`` are imported inside functions,
 after the command (:mod:`pipelines.train.cli`) has applied the offline switches. The
 pieces of a run are in :mod:`pipelines.train.setup`; resuming in
@@ -53,8 +61,9 @@ import logging
 import math
 import os
 import shutil
+import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -67,7 +76,9 @@ from pipelines.common.config import TrainParams
 from pipelines.common.models import ModelLoadError, data_hash, load_base_model, model_fingerprint
 from pipelines.common.paths import MODEL_METADATA_FILE, Paths
 from pipelines.common.tables import TABLES
+from pipelines.train.card import card_data, describe_model
 from pipelines.train.checkpoints import RUN_FILE, checkpoint_step, prepare_checkpoints
+from pipelines.train.progress import finished_line, step_line, validation_line
 from pipelines.train.setup import (
     Precision,
     TrainError,
@@ -86,13 +97,26 @@ from pipelines.train.setup import (
     step_budget,
     validation_batch_size,
 )
+from pipelines.train.tracking import (
+    TRAINING_RUN_FILE,
+    TrainingRun,
+    describe_run,
+    log_metrics,
+    mlflow_callback,
+    run_record,
+    training_run_status,
+)
 
 if TYPE_CHECKING:
     from datasets import Dataset  # type: ignore[import-untyped]  # datasets ships no types
     from sentence_transformers import SentenceTransformer
-    from transformers import TrainerCallback
+    from transformers import Trainer, TrainerCallback
 
 logger = logging.getLogger(__name__)
+
+#: The card's model name when the caller names none (``mathembed train`` names the
+#: registered model: ``math-embed (mathembed)``).
+DEFAULT_MODEL_NAME = "mathembed candidate"
 
 
 @dataclass(frozen=True)
@@ -119,10 +143,13 @@ class _RunLog:
     start_step: int = 0
     end_step: int = 0
     step_seconds: float = 0.0
+    started: float = 0.0
+    last_loss: float | None = None
 
 
 def _observer(run_log: _RunLog) -> TrainerCallback:
-    """Times optimisation steps and stops the run at the first NaN or infinite loss."""
+    """Times optimisation steps, logs progress (:mod:`pipelines.train.progress`) and stops
+    the run at the first NaN or infinite loss."""
     from transformers import TrainerCallback
 
     class Observer(TrainerCallback):
@@ -131,6 +158,7 @@ def _observer(run_log: _RunLog) -> TrainerCallback:
 
         def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             run_log.start_step = run_log.end_step = int(state.global_step)
+            run_log.started = time.perf_counter()
 
         def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             self._step_started = time.perf_counter()
@@ -149,8 +177,43 @@ def _observer(run_log: _RunLog) -> TrainerCallback:
                         "no candidate was written. Lower train.learning_rate, or train in "
                         "fp32/bf16 instead of fp16, and rerun"
                     )
+            step, max_steps = int(state.global_step), int(state.max_steps)
+            elapsed = time.perf_counter() - run_log.started
+            line = step_line(
+                logs,
+                step=step,
+                max_steps=max_steps,
+                first_step=run_log.start_step,
+                elapsed=elapsed,
+            ) or validation_line(logs, step=step, max_steps=max_steps)
+            if "loss" in logs:
+                run_log.last_loss = float(logs["loss"])
+            if line:
+                logger.info("train: %s", line)
+
+        def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            steps = int(state.global_step) - run_log.start_step
+            elapsed = time.perf_counter() - run_log.started
+            logger.info("train: %s", finished_line(steps, elapsed, run_log.last_loss))
 
     return Observer()
+
+
+def _bars_on_terminal_only(trainer: Trainer, progress: bool) -> None:
+    """The trainer's bar without its printed log dicts (our log lines say it better), and
+    no printing at all without a bar (the trainer's fallback prints every log entry)."""
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    trainer.remove_callback(PrinterCallback)
+    if trainer.pop_callback(ProgressCallback) is not None and progress:
+
+        class BarOnly(ProgressCallback):
+            def on_log(
+                self, args: Any, state: Any, control: Any, logs: Any = None, **kwargs: Any
+            ) -> None:
+                return None
+
+        trainer.add_callback(BarOnly())
 
 
 def _to_dataset(frame: pd.DataFrame) -> Dataset:
@@ -166,15 +229,40 @@ def run_train(
     *,
     progress: bool = True,
     callbacks: Sequence[TrainerCallback] = (),
+    tracking: TrainingRun | None = None,
+    model_name: str = DEFAULT_MODEL_NAME,
 ) -> TrainReport:
     """Fine-tune ``params.base_model`` on the validated pairs; write the candidate and metrics.
 
-    ``callbacks`` are extra ``transformers.TrainerCallback`` objects (progress reporting
-    for an orchestrator, tests). Raises :class:`ConfigError` for unusable params,
+    ``progress`` draws the trainer's bar when stderr is a terminal (progress lines are
+    logged either way). ``callbacks`` are extra ``transformers.TrainerCallback`` objects
+    (an orchestrator, tests). ``tracking``: the MLflow run to log into live; it is ended
+    with the training (FINISHED, FAILED, KILLED). ``model_name`` titles the model card.
+    Raises :class:`ConfigError` for unusable params,
     :class:`pipelines.common.models.ModelLoadError` when the base model cannot be loaded and
     :class:`TrainError` when the data cannot train or training diverges; in every failure
     the previous candidate is left as it was.
     """
+    with training_run_status(tracking):
+        return _train(
+            params,
+            paths,
+            bars=progress and sys.stderr.isatty(),
+            callbacks=callbacks,
+            tracking=tracking,
+            model_name=model_name,
+        )
+
+
+def _train(
+    params: TrainParams,
+    paths: Paths,
+    *,
+    bars: bool,
+    callbacks: Sequence[TrainerCallback],
+    tracking: TrainingRun | None,
+    model_name: str,
+) -> TrainReport:
     started = time.perf_counter()
     check_params(params)
     pairs_path = TABLES["pairs"].validated_path(paths)
@@ -222,17 +310,29 @@ def run_train(
         device=device,
         precision=precision,
         eval_batch_size=eval_batch_size,
-        progress=progress,
+        progress=bars,
+    )
+    describe_model(
+        model,
+        card_data(
+            model_name=model_name,
+            base_model=params.base_model,
+            pairs_file=_shown_path(pairs_path, paths.root),
+            pairs_hash=pairs_hash,
+            n_validation_pairs=len(validation_pairs) if eval_batch_size else 0,
+        ),
     )
     run_log = _RunLog()
+    tracking_callbacks = [mlflow_callback(tracking)] if tracking else []
     trainer = SentenceTransformerTrainer(
         model=model,
         args=arguments,
         train_dataset=_to_dataset(train_pairs),
         eval_dataset=_to_dataset(validation_pairs) if eval_batch_size else None,
         loss=build_loss(model, params, dims),
-        callbacks=[_observer(run_log), *callbacks],
+        callbacks=[_observer(run_log), *tracking_callbacks, *callbacks],
     )
+    _bars_on_terminal_only(trainer, bars)
     trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
 
     train_curve, validation_curve = loss_curves(trainer.state.log_history)
@@ -248,7 +348,8 @@ def run_train(
         "trained_at": trained_at,
     }
     output = paths.candidate
-    fingerprint = _publish_candidate(trainer.model, output, metadata)
+    extra_files = {TRAINING_RUN_FILE: run_record(tracking)} if tracking else {}
+    fingerprint = _publish_candidate(trainer.model, output, metadata, extra_files)
     for path in checkpoint_folder.glob("checkpoint-*"):
         shutil.rmtree(path)
     (checkpoint_folder / RUN_FILE).unlink(missing_ok=True)
@@ -285,6 +386,18 @@ def run_train(
         "trained_at": trained_at,
     }
     io.write_json(paths.metric_file("train"), metrics)
+    if tracking is not None:
+        summary = {
+            "train.pairs_per_second": metrics["pairs_per_second"],
+            "train.step_seconds": metrics["step_seconds"],
+            "train.wall_seconds": metrics["wall_seconds"],
+        }
+        log_metrics(tracking, summary, step=metrics["steps"])
+        describe_run(
+            tracking,
+            name=f"candidate-{fingerprint[:12]}",
+            tags={"data_version": pairs_hash, "base_model": params.base_model},
+        )
     return TrainReport(
         candidate_dir=output,
         fingerprint=fingerprint,
@@ -304,8 +417,23 @@ def run_train(
     )
 
 
-def _publish_candidate(model: SentenceTransformer, output: Path, metadata: dict[str, Any]) -> str:
-    """Save ``model`` + ``mathembed.json`` into a temporary sibling, then rename it to ``output``.
+def _shown_path(path: Path, root: Path) -> str:
+    """``path`` relative to the project root when inside it (what a reader of the card can
+    find in any checkout), else as it is."""
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _publish_candidate(
+    model: SentenceTransformer,
+    output: Path,
+    metadata: dict[str, Any],
+    extra_files: Mapping[str, Any] | None = None,
+) -> str:
+    """Save ``model`` + ``mathembed.json`` (+ ``extra_files``, JSON) into a temporary
+    sibling, then rename it to ``output``.
 
     Returns the fingerprint. A run killed before the rename leaves the old candidate; only
     the instant between the two renames has no candidate folder, never a partial one.
@@ -318,6 +446,8 @@ def _publish_candidate(model: SentenceTransformer, output: Path, metadata: dict[
     staging.mkdir()
     try:
         model.save(str(staging))
+        for name, content in (extra_files or {}).items():
+            io.write_json(staging / name, content)
         fingerprint = model_fingerprint(staging)
         io.write_json(staging / MODEL_METADATA_FILE, {"fingerprint": fingerprint, **metadata})
         previous = None

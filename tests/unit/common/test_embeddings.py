@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -11,14 +12,21 @@ import pytest
 from fixtures_models import tiny_model_dir  # noqa: F401  (session fixture)
 
 from pipelines.common.embeddings import (
+    BATCHES_PER_CHUNK,
     MAX_CACHED_MODELS,
     CacheKey,
     EmbeddingCache,
+    EmbeddingProgress,
     Embeddings,
+    chunk_bounds,
     embed_cached,
     embed_texts,
+    embedding_progress_line,
+    format_duration,
+    length_order,
     matryoshka,
     models_to_evict,
+    progress_due,
     texts_hash,
 )
 
@@ -121,6 +129,84 @@ def test_embed_texts_with_a_real_model_matches_encode(tiny_model_dir: Path) -> N
     assert cut.shape == (len(TEXTS), 16)
     expected = raw[:, :16] / np.linalg.norm(raw[:, :16], axis=1, keepdims=True)
     np.testing.assert_allclose(cut, expected, rtol=1e-5, atol=1e-6)
+
+
+# --------------------------------------------------------------------------- progress
+
+
+def many_texts(count: int) -> list[str]:
+    """Distinct texts of varied lengths (so the longest-first order is not the input order)."""
+    return [f"passage {index} " + "word " * (index * 7 % 13) for index in range(count)]
+
+
+def test_a_large_set_is_embedded_in_chunks_with_progress_logged(
+    caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
+) -> None:
+    caplog.set_level(logging.INFO, logger="pipelines")
+    texts = many_texts(100)
+    chunked = FakeEncoder()
+    matrix = embed_texts(
+        chunked, texts, batch_size=2, dim=None, normalize=False, progress=True, label="passages"
+    )
+    assert capsys.readouterr().err == ""  # asked for a bar, but stderr is no terminal here
+
+    whole = FakeEncoder().encode(texts)  # one call, in input order
+    np.testing.assert_array_equal(matrix, whole.astype(np.float32))
+    chunk = 2 * BATCHES_PER_CHUNK
+    assert [call["n"] for call in chunked.calls] == [chunk] * 6 + [100 - 6 * chunk]
+    assert all(call["show_progress_bar"] is False for call in chunked.calls)
+    lines = caplog.messages
+    assert lines[0].startswith(f"embedded {chunk}/100 passages ({chunk} %)")
+    assert "s left" in lines[0]
+    assert lines[-1].startswith("embedded 100 passages in ")
+    assert len(lines) == 7  # every chunk is more than a tenth of the set
+
+
+def test_chunked_embedding_with_a_real_model_matches_one_encode(
+    tiny_model_dir: Path,  # noqa: F811
+) -> None:
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(str(tiny_model_dir), device="cpu")
+    texts = many_texts(40)
+    whole = model.encode(texts, batch_size=2, convert_to_numpy=True)
+    chunked = embed_texts(model, texts, batch_size=2, dim=None, normalize=False)
+    np.testing.assert_allclose(chunked, whole, rtol=1e-5, atol=1e-6)
+
+
+def test_a_small_set_is_one_call_and_logs_nothing(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="pipelines")
+    encoder = FakeEncoder()
+    embed_texts(encoder, TEXTS, batch_size=1, dim=None, normalize=False)
+    assert [call["n"] for call in encoder.calls] == [len(TEXTS)]
+    assert caplog.messages == []
+
+
+def test_progress_is_due_every_tenth_or_ten_seconds() -> None:
+    assert progress_due(done=100, total=1000, last_done=0, seconds_since_last=0.1)
+    assert not progress_due(done=99, total=1000, last_done=0, seconds_since_last=9.9)
+    assert progress_due(done=99, total=1000, last_done=0, seconds_since_last=10.0)
+    assert progress_due(done=1000, total=1000, last_done=990, seconds_since_last=0.0)
+
+    now = [0.0]
+    tracker = EmbeddingProgress(3393, "passages", clock=lambda: now[0])
+    now[0] = 4.0
+    assert tracker.advance(50) is None  # 1.5 %, 4 s: not yet
+    now[0] = 11.0
+    assert tracker.advance(50) == "embedded 100/3,393 passages (2 %), ~6 min 02 s left"
+    now[0] = 12.0
+    assert tracker.advance(924) == "embedded 1,024/3,393 passages (30 %), ~28 s left"
+    now[0] = 40.0
+    assert tracker.advance(2369) == "embedded 3,393 passages in 40 s, 85 per second"
+
+
+def test_progress_words() -> None:
+    assert format_duration(0.4) == "0 s"
+    assert format_duration(59.6) == "1 min 00 s"
+    assert format_duration(3725) == "1 h 02 min"
+    assert embedding_progress_line(0, 10, 0.0, "texts") == "embedded 0/10 texts (0 %)"
+    assert chunk_bounds(5, 2) == [(0, 2), (2, 4), (4, 5)]
+    assert list(length_order(["ab", "abcd", "x", "wxyz"])) == [1, 3, 0, 2]
 
 
 # --------------------------------------------------------------------------- texts_hash
