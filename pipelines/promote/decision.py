@@ -31,7 +31,6 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-import metrics_rs
 from pipelines.common.config import PromoteParams
 
 Side = Literal["champion", "base"]
@@ -221,6 +220,10 @@ def _p_value(candidate: Scores, other: Scores, rule: PromoteParams) -> float | N
     scored = np.isfinite(candidate_values) & np.isfinite(other_values)
     if not scored.any():
         return None
+    # Imported here: the registry modules import this one, and reading the registry
+    # (train's live run, `mathembed status`) must not need the extension built.
+    import metrics_rs
+
     result = metrics_rs.paired_test(
         candidate_values[scored],
         other_values[scored],

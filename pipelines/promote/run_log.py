@@ -373,9 +373,19 @@ def _curve_metrics(train_metrics: Mapping[str, Any]) -> list[Metric]:
                 if field in ("step", "epoch") or isinstance(value, bool):
                     continue
                 if isinstance(value, int | float) and math.isfinite(value):
-                    key = f"train.{name}.{metric_tag(field)}"
+                    key = _curve_metric_name(name, field)
                     history.append(Metric(key, float(value), timestamp, point["step"]))
     return history
+
+
+def _curve_metric_name(curve: str, field: str) -> str:
+    """The name train's live logging gives the same series (``train.loss``,
+    ``train.validation_loss``), so a resumed or a new run reads alike."""
+    if curve == "validation_loss_curve" and field == "loss":
+        return "train.validation_loss"
+    if curve == "loss_curve":
+        return f"train.{metric_tag(field)}"
+    return f"train.{curve}.{metric_tag(field)}"
 
 
 def _param_value(value: Any) -> str:

@@ -74,7 +74,7 @@ import pandas as pd
 from pipelines.common import io
 from pipelines.common.config import TrainParams
 from pipelines.common.models import ModelLoadError, data_hash, load_base_model, model_fingerprint
-from pipelines.common.paths import MODEL_METADATA_FILE, Paths
+from pipelines.common.paths import MODEL_METADATA_FILE, TRAINING_RUN_FILE, Paths
 from pipelines.common.tables import TABLES
 from pipelines.train.card import card_data, describe_model
 from pipelines.train.checkpoints import RUN_FILE, checkpoint_step, prepare_checkpoints
@@ -98,7 +98,6 @@ from pipelines.train.setup import (
     validation_batch_size,
 )
 from pipelines.train.tracking import (
-    TRAINING_RUN_FILE,
     TrainingRun,
     describe_run,
     log_metrics,

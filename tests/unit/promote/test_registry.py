@@ -136,7 +136,7 @@ def test_first_promotion_beats_the_base_and_becomes_champion(
     assert json.loads(counts.read_text())["pairs"] == {"by_split": {"train": 2}}
     assert run.data.params["promote.metrics"] == '["mrr@10", "ndcg@10"]'
     assert run.data.params["evaluate.ks"] == "[1, 5, 10]"
-    history = client.get_metric_history(run.info.run_id, "train.loss_curve.loss")
+    history = client.get_metric_history(run.info.run_id, "train.loss")
     assert [(point.step, point.value) for point in history] == [(5, 0.75), (10, 0.25)]
     assert run.data.metrics["candidate_mrr_at_10"] == pytest.approx(
         result.decision.candidate["mrr@10"]

