@@ -20,6 +20,8 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
+from urllib.request import url2pathname
 
 from pipelines.common import io
 from pipelines.common.config import Params, PromoteParams
@@ -271,9 +273,18 @@ def log_run(
             pip_requirements=pip_requirements(),
             signature=embedding_signature(model.get_embedding_dimension()),
         )
+        _restore_plain_modes(mlflow.get_logged_model(logged.model_id).artifact_location)
         # Marks the run as complete for a rerun after a crash before registration.
         mlflow.set_tag("model_uri", logged.model_uri)
     return run_id, logged.model_uri
+
+
+def _restore_plain_modes(artifact_location: str | None) -> None:
+    """The logged copy's weights readable as the umask says, when the store is a local
+    folder (safetensors writes them 0600 and the copy keeps it; remote stores keep no mode)."""
+    location = urlparse(artifact_location or "")
+    if location.scheme == "file" and location.path:
+        io.restore_plain_modes(Path(url2pathname(location.path)))
 
 
 def outcome_tags(outcome: str, reason: str) -> dict[str, str]:

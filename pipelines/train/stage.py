@@ -445,6 +445,7 @@ def _publish_candidate(
     staging.mkdir()
     try:
         model.save(str(staging))
+        io.restore_plain_modes(staging)  # safetensors writes its file 0600 (safetensors#782)
         for name, content in (extra_files or {}).items():
             io.write_json(staging / name, content)
         fingerprint = model_fingerprint(staging)

@@ -6,14 +6,16 @@ resumed when train logged one."""
 from __future__ import annotations
 
 import json
+import stat
 from pathlib import Path
+from urllib.parse import urlparse
 
 import numpy as np
 import pandas as pd
 import pytest
 from promotion_worlds import MODEL_NAME, Models, World, client_of
 
-from pipelines.common.io import write_json
+from pipelines.common.io import plain_file_mode, write_json
 from pipelines.common.models import model_fingerprint
 from pipelines.promote.candidate import Candidate
 from pipelines.promote.run_log import training_run_id
@@ -96,6 +98,11 @@ def test_a_promotion_run_is_a_record_a_person_can_read(world: World, bow_models:
         served = mlflow.pyfunc.load_model(f"models:/{MODEL_NAME}@champion")
         embeddings = served.predict(pd.DataFrame({"text": ["prime alpha", "graph"]}))
         local = mlflow.artifacts.download_artifacts(f"models:/{MODEL_NAME}/1")
+        stored = urlparse(mlflow.get_logged_model(info.model_id).artifact_location).path
+    # The stored weights are readable as the umask says (safetensors writes them 0600).
+    weights = list(Path(stored).rglob("*.safetensors"))
+    assert weights, "the logged model holds no safetensors file"
+    assert {stat.S_IMODE(path.stat().st_mode) for path in weights} == {plain_file_mode()}
     assert embeddings.dtype == np.float32 and embeddings.shape == (2, 16)
     [readme] = list(Path(local).rglob("README.md"))
     text = readme.read_text()

@@ -10,6 +10,7 @@ import re
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import threading
@@ -25,13 +26,12 @@ from pipelines import cli
 from pipelines.common import io
 from pipelines.common.config import PromoteParams
 from pipelines.common.models import OFFLINE_MINILM, model_fingerprint
-from pipelines.common.paths import Paths
+from pipelines.common.paths import TRAINING_RUN_FILE, Paths
 from pipelines.train.card import OFFLINE_MINILM_HUB_ID, card_base_model
 from pipelines.train.progress import finished_line, step_line, validation_line
 from pipelines.train.setup import TrainError
 from pipelines.train.stage import run_train
 from pipelines.train.tracking import (
-    TRAINING_RUN_FILE,
     run_params,
     start_training_run,
     trainer_metrics,
@@ -151,6 +151,10 @@ def test_training_logs_progress_and_writes_its_own_model_card(
     assert "# mathembed candidate" in readme
     assert "language:\n- en" in readme
     assert not (paths.candidate / TRAINING_RUN_FILE).exists()  # no MLflow run was given
+    # Every file, the weights included (safetensors writes them 0600), as the umask says.
+    files = [path for path in paths.candidate.rglob("*") if path.is_file()]
+    assert paths.candidate / "model.safetensors" in files
+    assert {stat.S_IMODE(path.stat().st_mode) for path in files} == {io.plain_file_mode()}
 
 
 def test_training_logs_live_to_mlflow_and_names_the_run(
