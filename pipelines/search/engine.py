@@ -1,0 +1,177 @@
+"""A registered model, loaded once, and its passage index: what answers a search.
+
+:func:`open_engine` resolves the alias (or version number) to one model version once, so
+the model and its index key cannot disagree if a promotion moves the alias meanwhile;
+loads it (``mlflow.sentence_transformers``); opens the persistent index of the corpus for
+that version's fingerprint (:mod:`pipelines.search.index`; a missing index is built from
+the embedding cache the evaluate and promote stages fill, so a just-promoted model costs
+no embedding at all); and warms the model up with one query. :meth:`SearchEngine.search`
+then costs one short encode and one matrix-vector product.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from pipelines.common.config import PromoteParams
+from pipelines.common.embeddings import EmbeddingCache, TextEncoder, embed_cached, embed_texts
+from pipelines.common.paths import Paths
+from pipelines.common.redact import redact
+from pipelines.promote.errors import NoChampionError, PromotionError
+from pipelines.promote.store import (
+    CHAMPION,
+    Registry,
+    connect,
+    load_registered_model,
+    version_fingerprint,
+)
+from pipelines.search.index import IndexUpdate, PassageIndex, index_dir, index_file, sync_index
+from pipelines.search.query import Corpus, Hit, check_request, read_corpus
+
+if TYPE_CHECKING:
+    from mlflow.entities.model_registry import ModelVersion
+
+#: Texts per encode batch when passages are embedded.
+BATCH_SIZE = 64
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    """The version that answers, and how it was asked for (``alias`` ``None``: by number)."""
+
+    name: str
+    version: str
+    alias: str | None
+    fingerprint: str
+
+    def as_json(self) -> dict[str, Any]:
+        return {"name": self.name, "version": self.version, "alias": self.alias}
+
+
+class SearchEngine:
+    """One model and its index of one corpus, in memory; safe to share between threads."""
+
+    def __init__(
+        self, model: TextEncoder, ref: ModelRef, corpus: Corpus, index: PassageIndex
+    ) -> None:
+        self.model = model
+        self.ref = ref
+        self.corpus = corpus
+        self.index = index
+        # One encode at a time: torch already uses every core for one query, and two
+        # concurrent forward passes only slow each other down.
+        self._encode_lock = threading.Lock()
+
+    def encode_query(self, query: str) -> npt.NDArray[np.float32]:
+        with self._encode_lock:
+            return embed_texts(self.model, [query], batch_size=1, dim=None, normalize=True)
+
+    def search(self, query: str, k: int) -> list[Hit]:
+        check_request(query, k)
+        rows, scores = self.index.top(self.encode_query(query), k)
+        return [self.corpus.hit(row, score) for row, score in zip(rows, scores, strict=True)]
+
+    def answer(self, query: str, k: int, *, max_chars: int | None = None) -> dict[str, Any]:
+        """The JSON the API and ``search --json`` give: query, model, time taken, hits."""
+        started = time.perf_counter()
+        hits = self.search(query, k)
+        took_ms = (time.perf_counter() - started) * 1000
+        return {
+            "query": query,
+            "model": self.ref.as_json(),
+            "took_ms": round(took_ms, 2),
+            "hits": [hit.as_json(rank, max_chars=max_chars) for rank, hit in enumerate(hits, 1)],
+        }
+
+
+def resolve_version(
+    registry: Registry | None,
+    where: str,
+    model_name: str,
+    *,
+    alias: str | None,
+    version: str | None,
+) -> tuple[ModelVersion, str | None]:
+    """The model version asked for (default ``@champion``) and the alias it was asked by."""
+    if alias is not None and version is not None:
+        raise ValueError("pass --alias or --version, not both")
+    if version is not None:
+        if not version.isdigit() or int(version) < 1:
+            raise ValueError(f"--version must be a version number such as 3, got {version!r}")
+        if registry is None:
+            raise PromotionError(f"no registry at {where}; run the pipeline and promote first")
+        from mlflow.exceptions import MlflowException
+
+        try:
+            return registry.version(str(int(version))), None
+        except MlflowException as error:
+            raise PromotionError(
+                f"{model_name} has no version {version} in the registry ({where}); "
+                "`mathembed status` lists the versions the aliases point at"
+            ) from error
+    alias = alias or CHAMPION
+    found = registry.version_by_alias(alias) if registry is not None else None
+    if found is None:
+        hint = (
+            "run the pipeline (`make repro` / `dvc repro`) and `mathembed promote` first"
+            if alias == CHAMPION
+            else "`mathembed status` lists the aliases that are set"
+        )
+        raise NoChampionError(
+            f"no @{alias} version of {model_name} in the registry ({where}); {hint}"
+        )
+    return found, alias
+
+
+def open_engine(
+    paths: Paths,
+    promote: PromoteParams,
+    *,
+    alias: str | None = None,
+    version: str | None = None,
+    from_arxiv: bool = False,
+) -> SearchEngine:
+    """Load the asked-for version, open its index for the corpus, warm the model up."""
+    corpus = read_corpus(paths, from_arxiv=from_arxiv)  # no corpus: say so before loading
+    registry = connect(paths, promote, create=False)
+    where = redact(registry.uri) if registry is not None else str(paths.mlflow_store)
+    model_version, asked_alias = resolve_version(
+        registry, where, promote.registered_model, alias=alias, version=version
+    )
+    assert registry is not None  # resolve_version raised otherwise
+    fingerprint = version_fingerprint(registry, model_version)
+    model = load_registered_model(registry, model_version)
+    ref = ModelRef(promote.registered_model, str(model_version.version), asked_alias, fingerprint)
+    update = open_index(paths, model, fingerprint, corpus)
+    engine = SearchEngine(model, ref, corpus, update.index)
+    engine.encode_query("warm-up")  # the first forward pass allocates; users should not wait
+    return engine
+
+
+def open_index(paths: Paths, model: TextEncoder, fingerprint: str, corpus: Corpus) -> IndexUpdate:
+    """The corpus's index under ``fingerprint``: stored rows reused, the rest embedded."""
+    texts = corpus.chunks["text"].astype(str).tolist()
+    chunk_ids = corpus.chunks["chunk_id"].astype(str).tolist()
+
+    def embed(missing: list[str]) -> npt.NDArray[np.float32]:
+        if len(missing) == len(texts):
+            # Building from nothing: the evaluate/promote stages may have embedded exactly
+            # this corpus with this model already.
+            cache = EmbeddingCache(paths.embedding_cache, keep=[fingerprint])
+            return embed_cached(
+                model,
+                texts,
+                model_fingerprint=fingerprint,
+                cache=cache,
+                batch_size=BATCH_SIZE,
+                label="passages",
+            )
+        return embed_texts(model, missing, batch_size=BATCH_SIZE, dim=None, normalize=False)
+
+    return sync_index(index_file(index_dir(paths), fingerprint), chunk_ids, texts, embed)
