@@ -21,10 +21,9 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-import metrics_rs
 from pipelines.common import io
 from pipelines.evaluate.reports import headline_metrics
-from pipelines.evaluate.scoring import dim_key
+from pipelines.evaluate.scoring import dim_key, paired_test_p_value
 from pipelines.evaluate.sources import BASE, CANDIDATE
 
 #: Decimals of a headline score: differences below 1e-4 mean nothing on a few hundred queries.
@@ -92,18 +91,9 @@ def paired_p_value(
         base = per_query_scores(per_query, BASE, dim, metric)
     except KeyError:
         return None
-    # A query without a relevant passage is NaN on both sides: the test skips it.
-    scored = np.isfinite(candidate) & np.isfinite(base)
-    if not scored.any():
-        return None
-    result = metrics_rs.paired_test(
-        candidate[scored],
-        base[scored],
-        method=test.method,
-        n_resamples=test.n_resamples,
-        seed=test.seed,
+    return paired_test_p_value(
+        candidate, base, method=test.method, n_resamples=test.n_resamples, seed=test.seed
     )
-    return float(result["p_value"])
 
 
 def headline(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -149,3 +150,31 @@ def embed_eval_set(
 def dim_key(dim: int) -> str:
     """The key of one dimension's scores in ``eval.json``: ``dim_384``."""
     return f"dim_{dim}"
+
+
+def paired_test_p_value(
+    candidate: npt.ArrayLike,
+    other: npt.ArrayLike,
+    *,
+    method: Literal["randomization", "bootstrap", "t"],
+    n_resamples: int,
+    seed: int,
+) -> float | None:
+    """p of ``metrics_rs.paired_test`` on two models' per-query scores (same queries, same
+    order); None when no query is scored on both sides.
+
+    A query without a relevant passage is NaN on both sides: the test skips it.
+    """
+    candidate_values = np.asarray(candidate, dtype=np.float64)
+    other_values = np.asarray(other, dtype=np.float64)
+    scored = np.isfinite(candidate_values) & np.isfinite(other_values)
+    if not scored.any():
+        return None
+    result = metrics_rs.paired_test(
+        candidate_values[scored],
+        other_values[scored],
+        method=method,
+        n_resamples=n_resamples,
+        seed=seed,
+    )
+    return float(result["p_value"])

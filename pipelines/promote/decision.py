@@ -214,21 +214,14 @@ def _p_value(candidate: Scores, other: Scores, rule: PromoteParams) -> float | N
     metric = rule.significance_metric
     if metric not in candidate.per_query or metric not in other.per_query:
         return None
-    candidate_values = np.asarray(candidate.per_query[metric], dtype=np.float64)
-    other_values = np.asarray(other.per_query[metric], dtype=np.float64)
-    # A query skipped by the evaluation (no relevant passage) is NaN on both sides.
-    scored = np.isfinite(candidate_values) & np.isfinite(other_values)
-    if not scored.any():
-        return None
     # Imported here: the registry modules import this one, and reading the registry
     # (train's live run, `mathembed status`) must not need the extension built.
-    import metrics_rs
+    from pipelines.evaluate.scoring import paired_test_p_value
 
-    result = metrics_rs.paired_test(
-        candidate_values[scored],
-        other_values[scored],
+    return paired_test_p_value(
+        candidate.per_query[metric],
+        other.per_query[metric],
         method=rule.test_method,
         n_resamples=rule.n_resamples,
         seed=rule.seed,
     )
-    return float(result["p_value"])
