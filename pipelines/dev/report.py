@@ -14,7 +14,7 @@ from typing import Any
 
 from pipelines.common import io
 from pipelines.common.paths import Paths
-from pipelines.evaluate.headline import format_p_value
+from pipelines.common.rounding import format_p_value
 
 #: The metrics a decision line shows, the first on the first line.
 DECISION_METRICS = ("mrr@10", "ndcg@10")

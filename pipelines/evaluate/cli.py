@@ -43,7 +43,8 @@ def evaluate(
     """
     from pipelines.common.models import ModelLoadError
     from pipelines.common.paths import Paths
-    from pipelines.evaluate.headline import PairedTest, format_p_value
+    from pipelines.common.rounding import format_p_value
+    from pipelines.evaluate.headline import PairedTest
     from pipelines.evaluate.reports import headline_metrics
     from pipelines.evaluate.sources import (
         BaseModelSpec,

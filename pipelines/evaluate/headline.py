@@ -5,8 +5,8 @@
 p-value for each), so ``dvc metrics show`` and ``dvc exp show`` open on what decides a
 promotion. ``reports/eval/metrics.csv`` is everything ``metrics/eval.json`` scores, one
 tidy row per (subset, model, dim, metric, k): the table to filter, plot or log as an
-artifact. How a p-value is written for people (:func:`format_p_value`) lives here too, so
-every command that prints one prints it the same way.
+artifact. Numbers are rounded by :mod:`pipelines.common.rounding`, the one place that says
+how a score or a p-value is written.
 """
 
 from __future__ import annotations
@@ -22,16 +22,14 @@ import numpy.typing as npt
 import pandas as pd
 
 from pipelines.common import io
+from pipelines.common.rounding import (
+    round_p_value,
+    round_score,
+)
 from pipelines.evaluate.reports import headline_metrics
 from pipelines.evaluate.scoring import dim_key, paired_test_p_value
 from pipelines.evaluate.sources import BASE, CANDIDATE
 
-#: Decimals of a headline score: differences below 1e-4 mean nothing on a few hundred queries.
-SCORE_DECIMALS = 4
-#: Significant digits of a headline p-value.
-P_SIGNIFICANT = 2
-#: Below this a p-value is written "p < 0.0001".
-P_FLOOR = 1e-4
 #: ``reports/eval/metrics.csv``: every score, one row each.
 TABLE_FILE = "metrics.csv"
 TABLE_COLUMNS = ["subset", "model", "dim", "metric", "k", "value"]
@@ -44,30 +42,6 @@ class PairedTest:
     method: Literal["randomization", "bootstrap", "t"]
     n_resamples: int
     seed: int
-
-
-def round_score(value: float) -> float:
-    return round(float(value), SCORE_DECIMALS)
-
-
-def round_p_value(p_value: float | None) -> float | None:
-    """``p_value`` to two significant digits (9.999e-05 -> 0.0001, 0.92211 -> 0.92)."""
-    if p_value is None or not np.isfinite(p_value):
-        return None
-    return float(f"{p_value:.{P_SIGNIFICANT}g}")
-
-
-def format_p_value(p_value: float | None) -> str:
-    """A p-value as people read it: ``p = 0.92``, ``p = 0.0012``, ``p < 0.0001``, ``p n/a``."""
-    rounded = round_p_value(p_value)
-    if rounded is None:
-        return "p n/a"
-    if rounded < P_FLOOR:
-        return f"p < {P_FLOOR:.4f}"
-    text = np.format_float_positional(rounded, trim="-")
-    if len(text.partition(".")[2]) > SCORE_DECIMALS:  # 0.00012: four decimals are enough
-        text = f"{rounded:.{SCORE_DECIMALS}f}"
-    return f"p = {text}"
 
 
 def per_query_scores(

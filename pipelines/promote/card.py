@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipelines.common.rounding import format_p_value
 from pipelines.promote.decision import Decision
 
 #: What each ``pairs.qrels_scope`` counts as relevant (see pipelines/pairs/stage.py).
@@ -173,4 +174,4 @@ def _versus(candidate: float, other: float | None) -> str:
 
 
 def _p(decision: Decision) -> str:
-    return "" if decision.p_value is None else f", p = {decision.p_value:.2g}"
+    return "" if decision.p_value is None else f", {format_p_value(decision.p_value)}"

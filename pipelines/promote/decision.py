@@ -32,6 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pipelines.common.config import PromoteParams
+from pipelines.common.rounding import format_p_value
 
 Side = Literal["champion", "base"]
 
@@ -115,7 +116,7 @@ def decide(
         if not p_value < rule.alpha:
             failures.append(
                 f"the gain in {rule.significance_metric} is not significant "
-                f"({rule.test_method} test p = {p_value:.4g}, needs p < {rule.alpha})"
+                f"({rule.test_method} test {format_p_value(p_value)}, needs p < {rule.alpha})"
             )
     if failures:
         return Decision(
@@ -132,7 +133,9 @@ def decide(
         f"({deltas[metric]:+.4f})"
         for metric in rule.metrics
     )
-    significance = f"; {rule.test_method} test p = {p_value:.4g}" if p_value is not None else ""
+    significance = (
+        f"; {rule.test_method} test {format_p_value(p_value)}" if p_value is not None else ""
+    )
     return Decision(
         promote=True,
         reason=f"promoted over the {side}: {gains}{significance}",

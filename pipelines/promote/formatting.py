@@ -4,6 +4,7 @@ logs the same promotion summary)."""
 from __future__ import annotations
 
 from pipelines.common.redact import redact_url
+from pipelines.common.rounding import format_p_value
 from pipelines.promote.aliases import AliasStatus, RollbackResult
 from pipelines.promote.promotion import PromotionResult
 from pipelines.promote.tags import TAG_ROLLED_BACK
@@ -38,8 +39,8 @@ def format_promotion(result: PromotionResult) -> str:
             f"  {metric}: candidate {decision.candidate[metric]:.4f}  "
             f"{decision.compared_against} {decision.other[metric]:.4f}  ({delta:+.4f})"
         )
-    if decision.p_value is not None:
-        lines.append(f"  p-value: {decision.p_value:.4g}")
+    if decision.p_value is not None and "test p " not in decision.reason:
+        lines.append(f"  paired test: {format_p_value(decision.p_value)}")  # said once
     lines.append("  aliases: " + _aliases_line(result.aliases))
     lines.append(f"  run {result.run_id} at {redact_url(result.tracking_uri)}")
     return "\n".join(lines)

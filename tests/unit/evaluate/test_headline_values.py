@@ -9,13 +9,8 @@ import pandas as pd
 import pytest
 
 import metrics_rs
-from pipelines.evaluate.headline import (
-    PairedTest,
-    format_p_value,
-    headline,
-    paired_p_value,
-    round_p_value,
-)
+from pipelines.common.rounding import format_p_value, round_p_value
+from pipelines.evaluate.headline import PairedTest, headline, paired_p_value
 
 
 @pytest.mark.parametrize(
