@@ -63,9 +63,8 @@ BLOCK_EXTENSION = (
 )
 
 
-@pytest.mark.parametrize(
-    "args", [["evaluate"], ["search", "Zariski covering"], ["status"], ["version"]]
-)
+# Commands that need the extension (search does not: it ranks with numpy).
+@pytest.mark.parametrize("args", [["evaluate"], ["status"], ["version"]])
 def test_a_command_without_the_extension_says_run_make_build(
     args: list[str], tmp_path: Path
 ) -> None:
