@@ -109,8 +109,11 @@ def write_text(path: Path, text: str) -> None:
     write_bytes(path, text.encode("utf-8"))
 
 
-def write_json(path: Path, value: Any) -> None:
-    write_text(path, json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+def write_json(path: Path, value: Any, *, sort_keys: bool = True) -> None:
+    """``value`` as indented JSON; ``sort_keys=False`` keeps the order a reader should see
+    (a DVC metric file: ``dvc exp show`` shows its columns in file order)."""
+    text = json.dumps(value, indent=2, sort_keys=sort_keys, ensure_ascii=False)
+    write_text(path, text + "\n")
 
 
 def read_json(path: Path) -> Any:

@@ -11,7 +11,6 @@ how a score or a p-value is written.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,7 +98,7 @@ def headline(
 def write_headline(path: Path, values: Mapping[str, Any]) -> None:
     """Write the headline in :func:`headline`'s key order, not sorted: ``dvc exp show``
     keeps a file's order, so the table opens on the queries and the candidate's MRR@10."""
-    io.write_text(path, json.dumps(dict(values), indent=2) + "\n")
+    io.write_json(path, dict(values), sort_keys=False)
 
 
 def metrics_table(summary: Mapping[str, Any]) -> pd.DataFrame:

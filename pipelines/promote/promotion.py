@@ -184,7 +184,7 @@ def promote_candidate(
         assert registry is not None
         with registry_errors(registry.uri, candidate.directory), fluent_uri(registry.uri):
             result = _promote_locked(params, paths, candidate, registry, data_quality)
-        io.write_json(promotion_file(paths), result.as_json())
+        io.write_json(promotion_file(paths), result.as_json(), sort_keys=False)
     return result
 
 

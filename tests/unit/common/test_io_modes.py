@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from collections.abc import Iterator
@@ -71,3 +72,11 @@ def test_weights_a_library_wrote_privately_get_the_plain_mode(tmp_path: Path) ->
         changed = io.restore_plain_modes(model_dir)
     assert changed == [model_dir / "model.safetensors"]
     assert mode_of(model_dir / "model.safetensors") == mode_of(model_dir / "config.json") == 0o644
+
+
+def test_a_metric_file_keeps_the_order_its_reader_sees(tmp_path: Path) -> None:
+    # dvc exp show lists a metric file's columns in file order: the headline first.
+    io.write_json(tmp_path / "m.json", {"decision": "promoted", "aliases": {}}, sort_keys=False)
+    io.write_json(tmp_path / "s.json", {"decision": "promoted", "aliases": {}})
+    assert list(json.loads((tmp_path / "m.json").read_text())) == ["decision", "aliases"]
+    assert list(json.loads((tmp_path / "s.json").read_text())) == ["aliases", "decision"]
