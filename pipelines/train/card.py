@@ -75,8 +75,8 @@ def describe_model(model: SentenceTransformer, card: CardData) -> None:
     """Put ``card`` on ``model.model_card_data`` (before the trainer reads it)."""
     data = model.model_card_data
     data.local_files_only = True  # no Hub look-ups: the ids here are not Hub datasets
-    # Examples for the Hub's inference widget: none here, and computing them draws from the
-    # global `random` and prints a bar into the logs.
+    # The Hub's inference widget: nothing here serves one, so the model is not run on
+    # example sentences when the card is written.
     data.generate_widget_examples = False
     data.language = ["en"]
     data.license = card.license
