@@ -46,9 +46,9 @@ from pipelines.common.redact import redact
 from pipelines.dev.report import render_report
 from pipelines.promote.errors import RegistryError
 from pipelines.promote.formatting import format_promotion
-from pipelines.promote.headline import NOTHING_TO_DO
+from pipelines.promote.headline import NOT_PROMOTED, NOTHING_TO_DO, PROMOTED
 from pipelines.promote.nights import record_night
-from pipelines.promote.promotion import promote_candidate, promotion_file
+from pipelines.promote.promotion import PromotionResult, promote_candidate, promotion_file
 from pipelines.promote.store import tracking_uri
 
 P = ParamSpec("P")
@@ -157,6 +157,7 @@ def promote(root: Path, params: Params) -> dict[str, Any]:
         client.upsert_global_concurrency_limit_by_name(limit, 1)
     with concurrency(limit, occupy=1, timeout_seconds=params.promote.lock_timeout_seconds):
         result = promote_candidate(params, Paths(root))
+    record_decided_before(root, params, result)
     report = redact(format_promotion(result))
     log(report)
     promotion = result.as_json()
@@ -166,6 +167,15 @@ def promote(root: Path, params: Params) -> dict[str, Any]:
         description=report.splitlines()[0],
     )
     return promotion
+
+
+def record_decided_before(root: Path, params: Params, result: PromotionResult) -> str | None:
+    """A night whose candidate was decided before logs no promotion run: its own record
+    (the MLflow run id), so every night is listed with its outcome."""
+    if not result.already_registered:
+        return None
+    outcome = PROMOTED if result.decision.promote else NOT_PROMOTED
+    return record_night(Paths(root), params, outcome, f"decided before: {result.decision.reason}")
 
 
 @task(name="dvc-push")

@@ -28,6 +28,12 @@ from pipelines.promote.store import tracking_uri
 
 def promotion(*, promote: bool, against: str) -> dict[str, Any]:
     """``metrics/promotion.json`` as promote writes it."""
+    return promotion_result(promote=promote, against=against).as_json()
+
+
+def promotion_result(
+    *, promote: bool, against: str, already_registered: bool = False
+) -> PromotionResult:
     base = {"mrr@10": 0.5468, "ndcg@10": 0.5404}
     other = {"mrr@10": 0.601, "ndcg@10": 0.58} if against == "champion" else base
     candidate = {"mrr@10": 0.65612, "ndcg@10": 0.62418}
@@ -48,11 +54,11 @@ def promotion(*, promote: bool, against: str) -> dict[str, Any]:
         decision=decision,
         compared_version="2" if against == "champion" else None,
         aliases={"champion": "3" if promote else "2", "challenger": None if promote else "3"},
-        already_registered=False,
+        already_registered=already_registered,
         tracking_uri="sqlite:///mlruns/mlflow.db",
         decided_at="2026-11-24T02:00:00+00:00",
         base_scores=base,
-    ).as_json()
+    )
 
 
 def test_the_promotion_table_has_every_side_the_gain_p_and_decision() -> None:
@@ -168,3 +174,24 @@ class _Silent:
 
     def warning(self, _message: str) -> None:
         pass
+
+
+def test_a_night_that_finds_its_candidate_decided_is_recorded_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from flows import nightly
+
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "params.yaml").write_text((REPO / "params.yaml").read_text())
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)  # the root's own sqlite store
+    params = load_params(root / "params.yaml")
+    fresh = promotion_result(promote=True, against="base")
+    assert nightly.record_decided_before(root, params, fresh) is None  # promote logged it
+
+    decided = promotion_result(promote=False, against="champion", already_registered=True)
+    run_id = nightly.record_decided_before(root, params, decided)
+    assert run_id is not None
+    run = MlflowClient(tracking_uri(Paths(root))).get_run(run_id)
+    assert run.data.tags[OUTCOME_TAG] == "not promoted"
+    assert run.data.tags[REASON_TAG] == "decided before: NDCG@10 did not improve"
