@@ -11,51 +11,16 @@ that has a network.
 from __future__ import annotations
 
 import re
-import shutil
 import struct
-import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from browser import render
 from quality_tables import REPORT_PARAMS, broken_tables, valid_tables
 
 from pipelines.common.paths import Paths
 from pipelines.validate.report import QualityReportResult, build_report
-
-CHROMIUM = "/usr/bin/chromium"
-
-
-def chromium() -> str:
-    found = shutil.which("chromium") or (CHROMIUM if Path(CHROMIUM).exists() else None)
-    if found is None:
-        pytest.fail(
-            "headless Chromium is needed for the Data Docs browser test but "
-            f"{CHROMIUM} is missing: run `apt-get install -y chromium` (Debian package)"
-        )
-    return found
-
-
-def render(page: Path, profile: Path, screenshot: Path | None = None) -> str:
-    """The page's DOM after loading, as rendered by headless Chromium."""
-    command = [
-        chromium(),
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-extensions",
-        f"--user-data-dir={profile}",
-        "--host-resolver-rules=MAP * ~NOTFOUND",
-        "--window-size=1280,2000",
-        "--dump-dom",
-    ]
-    if screenshot is not None:
-        command.append(f"--screenshot={screenshot}")
-    command.append(page.as_uri())
-    completed = subprocess.run(command, capture_output=True, text=True, timeout=60)
-    assert completed.returncode == 0, completed.stderr[-2000:]
-    return completed.stdout
 
 
 class _VisibleText(HTMLParser):
@@ -105,7 +70,7 @@ def test_index_renders_suites_and_counts_offline(
     report: QualityReportResult, tmp_path: Path
 ) -> None:
     screenshot = tmp_path / "report.png"
-    text = visible_text(render(report.index_html, tmp_path / "profile", screenshot))
+    text = visible_text(render(report.index_html.as_uri(), tmp_path / "profile", screenshot))
 
     chunks, pairs = report.suites["chunks"], report.suites["pairs"]
     eval_set = report.suites["eval_set"]
@@ -139,7 +104,7 @@ def test_index_renders_suites_and_counts_offline(
 def test_gx_validation_page_renders_offline(report: QualityReportResult, tmp_path: Path) -> None:
     pages = sorted((report.index_html.parent / "validations").rglob("*.html"))
     pairs_page = next(page for page in pages if "pairs" in page.parts)
-    text = visible_text(render(pairs_page, tmp_path / "profile"))
+    text = visible_text(render(pairs_page.as_uri(), tmp_path / "profile"))
 
     pairs = report.suites["pairs"]
     assert "Expectation Validation Result" in text

@@ -14,7 +14,6 @@ import json
 import os
 import re
 import select
-import shutil
 import signal
 import subprocess
 import sys
@@ -25,38 +24,11 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from browser import render
 from promotion_worlds import Models, World
 
 SCREENSHOT = Path("/tmp/search_page.png")
 ADDRESS = re.compile(r"mathembed search: (http://127\.0\.0\.1:\d+/)")
-
-
-def chromium() -> str:
-    found = shutil.which("chromium")
-    if found is None:
-        pytest.fail("headless Chromium is needed: run `apt-get install -y chromium` (Debian)")
-    return found
-
-
-def render(url: str, profile: Path, screenshot: Path) -> str:
-    """The page's DOM after loading in headless Chromium; a screenshot on the side."""
-    command = [
-        chromium(),
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-extensions",
-        f"--user-data-dir={profile}",
-        "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
-        "--window-size=1280,1400",
-        f"--screenshot={screenshot}",
-        "--dump-dom",
-        url,
-    ]
-    completed = subprocess.run(command, capture_output=True, text=True, timeout=60)
-    assert completed.returncode == 0, completed.stderr[-2000:]
-    return completed.stdout
 
 
 class Hits(HTMLParser):
@@ -128,7 +100,13 @@ def test_the_search_page_shows_linked_hits_in_a_browser(
     service: tuple[str, subprocess.Popen[str]], tmp_path: Path
 ) -> None:
     address, process = service
-    dom = render(f"{address}?q=lattice&k=3", tmp_path / "profile", SCREENSHOT)
+    dom = render(
+        f"{address}?q=lattice&k=3",
+        tmp_path / "profile",
+        SCREENSHOT,
+        window="1280,1400",
+        localhost=True,
+    )
 
     hits = Hits()
     hits.feed(dom)
