@@ -52,6 +52,9 @@ SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 BOW_VOCAB = SPECIAL + TOPICS + FILLERS
 HIDDEN = 16
 JUNK_DIM, SPECIAL_DIM = 0, 1
+#: Cosine of the query "lattice" and the passage "lattice alpha" under a model that knows
+#: "lattice": bags ([CLS]+[SEP], lattice) = (2, 1) and (2, 1, alpha's junk 1) -> 5 / sqrt(30).
+LATTICE_COSINE = 5 / math.sqrt(30)
 
 
 def build_bow_bert(folder: Path, known_topics: int, *, variant: int = 0) -> Path:

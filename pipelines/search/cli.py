@@ -16,6 +16,7 @@ from pipelines.common.cli import (
     command_errors,
     params_path,
 )
+from pipelines.search.lexical import DEFAULT_RANKING
 
 if TYPE_CHECKING:
     from pipelines.search.engine import SearchEngine
@@ -31,6 +32,14 @@ VersionOption = Annotated[
     str | None,
     typer.Option("--version", help="Model version number instead of an alias, e.g. 3."),
 ]
+RankingOption = Annotated[
+    str,
+    typer.Option(
+        "--ranking",
+        help="hybrid: the model's ranking fused with BM25's (reciprocal rank; it wins on "
+        "the eval set); dense: the model's alone.",
+    ),
+]
 
 
 def search(
@@ -38,8 +47,9 @@ def search(
     k: Annotated[int, typer.Option("-k", help="How many passages (1-100).")] = 10,
     alias: AliasOption = None,
     version: VersionOption = None,
+    ranking: RankingOption = DEFAULT_RANKING,
     as_json: Annotated[
-        bool, typer.Option("--json", help="Print JSON (query, model, took_ms, hits).")
+        bool, typer.Option("--json", help="Print JSON (query, model, ranking, took_ms, hits).")
     ] = False,
     params: ParamsOption = DEFAULT_PARAMS,
     root: RootOption = DEFAULT_ROOT,
@@ -50,11 +60,13 @@ def search(
     paper id, title, a link to the paper where one is known, and the passage's start.
     For many queries, `mathembed serve-search` keeps the model loaded.
     """
+    from pipelines.search.lexical import check_ranking
     from pipelines.search.query import check_request, format_hits
 
     with command_errors("search", bad_input=_bad_input()):
         check_request(query, k)
-        engine = _open(params, root, alias, version)
+        check_ranking(ranking)
+        engine = _open(params, root, alias, version, ranking)
         if as_json:
             typer.echo(json.dumps(engine.answer(query, k), ensure_ascii=False, indent=2))
         else:
@@ -64,6 +76,7 @@ def search(
 def serve_search(
     alias: AliasOption = None,
     version: VersionOption = None,
+    ranking: RankingOption = DEFAULT_RANKING,
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="Port (0: any free one).")] = 8765,
     params: ParamsOption = DEFAULT_PARAMS,
@@ -72,12 +85,14 @@ def serve_search(
     """Serve search over HTTP: a page at /, JSON at /api/search?q=...&k=10, /health.
 
     Loads the model once and keeps its index of the corpus's passages in memory
-    (data/search_index/, one file per model, updated incrementally). Ctrl-C stops it.
+    (data/search_index/, one file per model, updated incrementally) beside a BM25 index
+    of the same passages. --ranking is the default; a request may pass ranking=dense or
+    ranking=hybrid. Ctrl-C stops it.
     """
     from pipelines.search.server import serve
 
     with command_errors("serve-search", bad_input=_bad_input()):
-        engine = _open(params, root, alias, version)
+        engine = _open(params, root, alias, version, ranking)
         serve(engine, host, port)
 
 
@@ -87,7 +102,9 @@ def _bad_input() -> tuple[type[BaseException], ...]:
     return (PromotionError, FileNotFoundError, ValueError)
 
 
-def _open(params: Path, root: Path, alias: str | None, version: str | None) -> SearchEngine:
+def _open(
+    params: Path, root: Path, alias: str | None, version: str | None, ranking: str
+) -> SearchEngine:
     """The engine for the asked-for model; the corpus links papers if it came from arXiv."""
     from pipelines.common.config import load_params
     from pipelines.common.paths import Paths
@@ -100,6 +117,7 @@ def _open(params: Path, root: Path, alias: str | None, version: str | None) -> S
         alias=alias,
         version=version,
         from_arxiv=loaded.ingest.source == "arxiv",
+        ranking=ranking,
     )
 
 

@@ -5,8 +5,10 @@ the model and its index key cannot disagree if a promotion moves the alias meanw
 loads it (``mlflow.sentence_transformers``); opens the persistent index of the corpus for
 that version's fingerprint (:mod:`pipelines.search.index`; a missing index is built from
 the embedding cache the evaluate and promote stages fill, so a just-promoted model costs
-no embedding at all); and warms the model up with one query. :meth:`SearchEngine.search`
-then costs one short encode and one matrix-vector product.
+no embedding at all); builds the BM25 index of the same passages
+(:mod:`pipelines.search.lexical`); and warms the model up with one query.
+:meth:`SearchEngine.search` then costs one short encode, one matrix-vector product and, when
+hybrid, one BM25 scoring and a reciprocal-rank fusion.
 """
 
 from __future__ import annotations
@@ -32,6 +34,14 @@ from pipelines.promote.store import (
     version_fingerprint,
 )
 from pipelines.search.index import IndexUpdate, PassageIndex, index_dir, index_file, sync_index
+from pipelines.search.lexical import (
+    DEFAULT_RANKING,
+    FUSION_DEPTH,
+    LexicalIndex,
+    Ranking,
+    check_ranking,
+    fuse,
+)
 from pipelines.search.query import Corpus, Hit, check_request, read_corpus
 
 if TYPE_CHECKING:
@@ -55,15 +65,27 @@ class ModelRef:
 
 
 class SearchEngine:
-    """One model and its index of one corpus, in memory; safe to share between threads."""
+    """One model and its indexes of one corpus, in memory; safe to share between threads.
+
+    ``ranking`` is the default of :meth:`search`: ``hybrid`` (the model's ranking fused
+    with BM25's) or ``dense`` (the model's alone).
+    """
 
     def __init__(
-        self, model: TextEncoder, ref: ModelRef, corpus: Corpus, index: PassageIndex
+        self,
+        model: TextEncoder,
+        ref: ModelRef,
+        corpus: Corpus,
+        index: PassageIndex,
+        lexical: LexicalIndex,
+        ranking: Ranking = DEFAULT_RANKING,
     ) -> None:
         self.model = model
         self.ref = ref
         self.corpus = corpus
         self.index = index
+        self.lexical = lexical
+        self.ranking = check_ranking(ranking)
         # One encode at a time: torch already uses every core for one query, and two
         # concurrent forward passes only slow each other down.
         self._encode_lock = threading.Lock()
@@ -72,19 +94,33 @@ class SearchEngine:
         with self._encode_lock:
             return embed_texts(self.model, [query], batch_size=1, dim=None, normalize=True)
 
-    def search(self, query: str, k: int) -> list[Hit]:
+    def search(self, query: str, k: int, ranking: str | None = None) -> list[Hit]:
+        """The best ``k`` passages, best first; each hit's score is the ranking's own: the
+        cosine when dense, the reciprocal-rank fusion score when hybrid."""
         check_request(query, k)
-        rows, scores = self.index.top(self.encode_query(query), k)
+        how = check_ranking(ranking or self.ranking)
+        query_vector = self.encode_query(query)
+        if how == "dense":
+            rows, scores = self.index.top(query_vector, k)
+        else:
+            depth = max(k, FUSION_DEPTH)
+            dense_rows, _ = self.index.top(query_vector, depth)
+            lexical_rows, _ = self.lexical.top(query, depth)
+            rows, scores = fuse([dense_rows, lexical_rows], k)
         return [self.corpus.hit(row, score) for row, score in zip(rows, scores, strict=True)]
 
-    def answer(self, query: str, k: int, *, max_chars: int | None = None) -> dict[str, Any]:
-        """The JSON the API and ``search --json`` give: query, model, time taken, hits."""
+    def answer(
+        self, query: str, k: int, *, ranking: str | None = None, max_chars: int | None = None
+    ) -> dict[str, Any]:
+        """The JSON the API and ``search --json`` give: query, model, ranking, time, hits."""
+        how = check_ranking(ranking or self.ranking)
         started = time.perf_counter()
-        hits = self.search(query, k)
+        hits = self.search(query, k, how)
         took_ms = (time.perf_counter() - started) * 1000
         return {
             "query": query,
             "model": self.ref.as_json(),
+            "ranking": how,
             "took_ms": round(took_ms, 2),
             "hits": [hit.as_json(rank, max_chars=max_chars) for rank, hit in enumerate(hits, 1)],
         }
@@ -136,8 +172,10 @@ def open_engine(
     alias: str | None = None,
     version: str | None = None,
     from_arxiv: bool = False,
+    ranking: str = DEFAULT_RANKING,
 ) -> SearchEngine:
-    """Load the asked-for version, open its index for the corpus, warm the model up."""
+    """Load the asked-for version, open its indexes of the corpus, warm the model up."""
+    ranking = check_ranking(ranking)  # a typo fails before the model loads
     corpus = read_corpus(paths, from_arxiv=from_arxiv)  # no corpus: say so before loading
     registry = connect(paths, promote, create=False)
     where = redact(registry.uri) if registry is not None else str(paths.mlflow_store)
@@ -149,7 +187,8 @@ def open_engine(
     model = load_registered_model(registry, model_version)
     ref = ModelRef(promote.registered_model, str(model_version.version), asked_alias, fingerprint)
     update = open_index(paths, model, fingerprint, corpus)
-    engine = SearchEngine(model, ref, corpus, update.index)
+    lexical = LexicalIndex(corpus.chunks["text"].astype(str).tolist())
+    engine = SearchEngine(model, ref, corpus, update.index, lexical, ranking)
     engine.encode_query("warm-up")  # the first forward pass allocates; users should not wait
     return engine
 

@@ -20,6 +20,7 @@ from pipelines.common import io
 from pipelines.common.config import PromoteParams
 from pipelines.common.paths import Paths
 from pipelines.common.tables import TABLES
+from pipelines.search.lexical import DEFAULT_RANKING
 from pipelines.search.links import paper_url, stacks_chapters
 
 #: The most passages one request may ask for (the page and the API alike).
@@ -28,7 +29,8 @@ MAX_K = 100
 
 @dataclass(frozen=True)
 class Hit:
-    """One ranked passage: cosine ``score`` between the query and the passage."""
+    """One ranked passage; ``score`` is its ranking's: the cosine between query and passage
+    (dense) or the reciprocal-rank fusion score (hybrid)."""
 
     chunk_id: str
     paper_id: str
@@ -87,9 +89,11 @@ def search(
     alias: str | None = None,
     version: str | None = None,
     from_arxiv: bool = False,
+    ranking: str = DEFAULT_RANKING,
 ) -> list[Hit]:
     """The ``k`` passages most similar to ``query``, best first, under the ``alias`` (or
-    ``version``; default ``@champion``) model: one model load, the persistent index.
+    ``version``; default ``@champion``) model: one model load, the persistent index;
+    ``ranking`` ``hybrid`` (default) fuses the model's ranking with BM25's.
 
     ``from_arxiv``: the corpus came from arXiv (``ingest.source``), so papers get links.
     Raises :class:`~pipelines.promote.errors.NoChampionError` when the alias is unset,
@@ -99,7 +103,12 @@ def search(
 
     check_request(query, k)
     engine = open_engine(
-        paths, promote or PromoteParams(), alias=alias, version=version, from_arxiv=from_arxiv
+        paths,
+        promote or PromoteParams(),
+        alias=alias,
+        version=version,
+        from_arxiv=from_arxiv,
+        ranking=ranking,
     )
     return engine.search(query, k)
 

@@ -1,9 +1,11 @@
 """``mathembed serve-search``: the search engine over HTTP on 127.0.0.1.
 
-``GET /api/search?q=...&k=10`` answers JSON (:meth:`SearchEngine.answer`); ``GET /?q=...``
-is a plain HTML page (a form and the hits as a list of links: no script, no style sheet
-or font from elsewhere, every text escaped); ``GET /health`` says which model answers.
-A bad request (empty ``q``, ``k`` not a number in 1..100) is a 400 with a JSON message.
+``GET /api/search?q=...&k=10`` answers JSON (:meth:`SearchEngine.answer`; ``ranking=dense``
+or ``ranking=hybrid`` overrides the service's default); ``GET /?q=...`` is a plain HTML
+page (a form and the hits as a list of links: no script, no style sheet or font from
+elsewhere, every text escaped); ``GET /health`` says which model answers. A bad request
+(empty ``q``, ``k`` not a number in 1..100, an unknown ``ranking``) is a 400 with a JSON
+message.
 The standard library's threading server is enough: one query costs milliseconds and the
 engine serialises the model's forward passes anyway.
 """
@@ -15,12 +17,14 @@ import json
 import logging
 import signal
 from collections.abc import Mapping
+from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from pipelines.search.engine import SearchEngine
+from pipelines.search.lexical import RANKINGS, check_ranking
 from pipelines.search.query import MAX_K
 
 log = logging.getLogger(__name__)
@@ -40,8 +44,15 @@ class BadRequest(ValueError):
     """A request the service refuses with 400; the message says what to send instead."""
 
 
-def parse_search(query_string: str) -> tuple[str, int]:
-    """``q`` and ``k`` from a query string, or :class:`BadRequest`."""
+@dataclass(frozen=True)
+class SearchRequest:
+    query: str
+    k: int
+    ranking: str | None  # None: the service's default
+
+
+def parse_search(query_string: str) -> SearchRequest:
+    """``q``, ``k`` and ``ranking`` from a query string, or :class:`BadRequest`."""
     fields = parse_qs(query_string, keep_blank_values=True)
     query = fields.get("q", [""])[0]
     if not query.strip():
@@ -53,7 +64,13 @@ def parse_search(query_string: str) -> tuple[str, int]:
         raise BadRequest(f"k must be a whole number from 1 to {MAX_K}, got {raw_k!r}") from None
     if not 1 <= k <= MAX_K:
         raise BadRequest(f"k must be a whole number from 1 to {MAX_K}, got {k}")
-    return query, k
+    ranking = fields.get("ranking", [""])[0] or None
+    if ranking is not None:
+        try:
+            check_ranking(ranking)
+        except ValueError as error:
+            raise BadRequest(str(error)) from None
+    return SearchRequest(query, k, ranking)
 
 
 def render_page(
@@ -62,8 +79,10 @@ def render_page(
     k: int = DEFAULT_K,
     answer: Mapping[str, Any] | None = None,
     error: str | None = None,
+    ranking: str | None = None,
 ) -> str:
-    """The search page: a form, then the hits (or the error) of ``answer``; all escaped."""
+    """The search page: a form, then the hits (or the error) of ``answer``; all escaped.
+    ``ranking`` is the one the form offers first (``None``: the service's default)."""
     esc = html.escape
     alias = f" @{model['alias']}" if model.get("alias") else ""
     heading = f"{model['name']} v{model['version']}{alias}"
@@ -78,13 +97,22 @@ def render_page(
         f'<input type="search" name="q" value="{esc(query)}" size="60" autofocus '
         'aria-label="query">',
         f'<input type="number" name="k" value="{k}" min="1" max="{MAX_K}" aria-label="passages">',
+        '<select name="ranking" aria-label="ranking">',
+        *(
+            f'<option value="{how}"{" selected" if how == ranking else ""}>{how}</option>'
+            for how in RANKINGS
+        ),
+        "</select>",
         '<button type="submit">Search</button></form>',
     ]
     if error is not None:
         parts.append(f'<p role="alert">{esc(error)}</p>')
     elif answer is not None:
         hits = answer["hits"]
-        parts.append(f"<p>{len(hits)} passages in {answer['took_ms']:.1f} ms</p><ol>")
+        parts.append(
+            f"<p>{len(hits)} passages in {answer['took_ms']:.1f} ms, "
+            f"{esc(answer['ranking'])} ranking</p><ol>"
+        )
         for hit in hits:
             title = esc(hit["title"] or hit["paper_id"])
             linked = f'<a href="{esc(hit["url"])}">{title}</a>' if hit["url"] else title
@@ -115,8 +143,10 @@ def make_server(
                 self._json(HTTPStatus.OK, {**health, "torch_threads": torch.get_num_threads()})
             elif url.path == "/api/search":
                 try:
-                    query, k = parse_search(url.query)
-                    answer = engine.answer(query, k, max_chars=PASSAGE_CHARS)
+                    request = parse_search(url.query)
+                    answer = engine.answer(
+                        request.query, request.k, ranking=request.ranking, max_chars=PASSAGE_CHARS
+                    )
                 except ValueError as error:  # BadRequest, or what check_request refuses
                     self._json(HTTPStatus.BAD_REQUEST, {"error": str(error)})
                     return
@@ -128,17 +158,22 @@ def make_server(
 
         def _page(self, query_string: str) -> None:
             model = engine.ref.as_json()
-            if "q" not in parse_qs(query_string, keep_blank_values=True):
-                self._html(HTTPStatus.OK, render_page(model))
+            fields = parse_qs(query_string, keep_blank_values=True)
+            if "q" not in fields:
+                self._html(HTTPStatus.OK, render_page(model, ranking=engine.ranking))
                 return
-            query = parse_qs(query_string, keep_blank_values=True)["q"][0]
+            query = fields["q"][0]
             try:
-                searched, k = parse_search(query_string)
-                answer = engine.answer(searched, k, max_chars=PASSAGE_CHARS)
+                request = parse_search(query_string)
+                answer = engine.answer(
+                    request.query, request.k, ranking=request.ranking, max_chars=PASSAGE_CHARS
+                )
             except ValueError as error:
-                self._html(HTTPStatus.BAD_REQUEST, render_page(model, query, error=str(error)))
+                page = render_page(model, query, error=str(error), ranking=engine.ranking)
+                self._html(HTTPStatus.BAD_REQUEST, page)
                 return
-            self._html(HTTPStatus.OK, render_page(model, query, k, answer))
+            page = render_page(model, query, request.k, answer, ranking=answer["ranking"])
+            self._html(HTTPStatus.OK, page)
 
         def _json(self, status: HTTPStatus, body: Mapping[str, Any]) -> None:
             self._send(status, "application/json", json.dumps(body, ensure_ascii=False))

@@ -14,7 +14,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from promotion_worlds import Models, World, build_bow_model, make_world, write_tables
+from promotion_worlds import (
+    LATTICE_COSINE,
+    Models,
+    World,
+    build_bow_model,
+    make_world,
+    write_tables,
+)
 from typer.testing import CliRunner
 
 from pipelines import cli
@@ -58,6 +65,25 @@ def test_search_ranks_with_the_champion_and_joins_titles(world: World, bow_model
 
     printed = format_hits(hits)
     assert printed.splitlines()[0].startswith(" 1. ") and "On the lattice" in printed
+
+
+def test_hybrid_finds_by_word_what_the_model_cannot_and_dense_is_the_model_alone(
+    world: World, bow_models: Models
+) -> None:
+    # knows_2 tells only "prime" and "graph" apart: to it "lattice" is like every other word.
+    assert world.promote(world.install_candidate(bow_models.knows_2)).promoted
+    lattice = {"2401.00007v1#c0000", "2401.00007v1#c0001"}
+    hybrid = search("lattice", 2, world.paths, world.params.promote)
+    assert {hit.chunk_id for hit in hybrid} == lattice
+    dense = search("lattice", 2, world.paths, world.params.promote, ranking="dense")
+    assert not lattice & {hit.chunk_id for hit in dense}
+    assert dense[0].score == pytest.approx(dense[1].score)  # a tie: the model cannot tell
+    # What the model can tell, BM25 agrees with: both rankings find the prime passages.
+    for ranking in ("hybrid", "dense"):
+        hits = search("prime", 2, world.paths, world.params.promote, ranking=ranking)
+        assert {hit.paper_id for hit in hits} == {"2401.00001"}
+    with pytest.raises(ValueError, match="ranking must be one of hybrid, dense, got 'bm25'"):
+        search("prime", 2, world.paths, world.params.promote, ranking="bm25")
 
 
 @pytest.mark.parametrize(
@@ -116,6 +142,11 @@ def test_alias_version_and_json_choose_the_model_and_the_output(
     assert by_default["hits"][0]["paper_id"] == "2401.00007"
     assert by_default["hits"][0]["url"] is None  # a sample id names no real arXiv paper
     assert by_default["query"] == "lattice" and by_default["took_ms"] >= 0
+    assert by_default["ranking"] == "hybrid"
+    dense = answer("--ranking", "dense")
+    assert dense["ranking"] == "dense" and dense["hits"][0]["score"] == pytest.approx(
+        LATTICE_COSINE
+    )
 
     challenger = answer("--alias", "challenger")
     assert challenger["model"] == {"name": "math-embed", "version": "2", "alias": "challenger"}
@@ -130,6 +161,7 @@ def test_alias_version_and_json_choose_the_model_and_the_output(
         (["--version", "9"], "math-embed has no version 9"),
         (["--version", "v1"], "--version must be a version number"),
         (["--alias", "previous"], "no @previous version of math-embed"),
+        (["--ranking", "lexical"], "ranking must be one of hybrid, dense, got 'lexical'"),
     ]:
         result = CliRunner().invoke(cli.app, ["search", "lattice", *options, *base])
         assert result.exit_code == 1, result.output

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from promotion_worlds import Models, World, make_world
+from promotion_worlds import LATTICE_COSINE, Models, World, make_world
 
 from pipelines.search.engine import SearchEngine, open_engine
 from pipelines.search.index import index_dir
@@ -79,6 +79,13 @@ def test_the_api_answers_ranked_hits_with_the_model_that_ranked_them(service: Se
     assert {hit["chunk_id"] for hit in hits[:2]} == {"2401.00007v1#c0000", "2401.00007v1#c0001"}
     assert hits[0]["title"] == "On the lattice" and hits[0]["url"] is None
     assert hits[0]["score"] >= hits[1]["score"] > hits[2]["score"]
+    assert answer["ranking"] == "hybrid"  # the service's default
+
+    status, dense = service.json("/api/search?q=lattice&k=3&ranking=dense")
+    assert status == 200 and dense["ranking"] == "dense"
+    assert dense["hits"][0]["score"] == pytest.approx(
+        LATTICE_COSINE
+    )  # the cosine, not a fused score
 
     status, health = service.json("/health")
     assert status == 200 and health["status"] == "ok" and health["model"] == answer["model"]
@@ -94,6 +101,7 @@ def test_the_api_answers_ranked_hits_with_the_model_that_ranked_them(service: Se
         ("/api/search?q=prime&k=zero", "k must be a whole number from 1 to 100, got 'zero'"),
         ("/api/search?q=prime&k=0", "k must be a whole number from 1 to 100, got 0"),
         ("/api/search?q=prime&k=101", "got 101"),
+        ("/api/search?q=prime&ranking=bm25", "ranking must be one of hybrid, dense, got 'bm25'"),
     ],
 )
 def test_bad_requests_are_400_with_a_message(service: Service, path: str, message: str) -> None:
@@ -113,6 +121,10 @@ def test_the_page_lists_hits_and_escapes_what_it_shows(service: Service) -> None
 
     status, _, page = service.get("/?q=lattice&k=2")
     assert status == 200 and page.count('<li class="hit">') == 2 and "On the lattice" in page
+    assert "hybrid ranking" in page and '<option value="hybrid" selected>' in page
+
+    status, _, page = service.get("/?q=lattice&k=2&ranking=dense")
+    assert "dense ranking" in page and '<option value="dense" selected>' in page
 
     hostile = 'lattice <script>alert(1)</script> " onmouseover=x'
     status, _, page = service.get("/?" + urllib.parse.urlencode({"q": hostile, "k": 1}))
