@@ -19,7 +19,8 @@ embedding cache start empty, so the project's own files are only read. Without d
 * **first query, restart**: the same with the persisted index (nothing embedded);
 * **N queries** (``--queries``, default 200; the eval queries in turn, each with ``k=10``)
   over HTTP to that process after 10 warm-up queries, one at a time: client-side latency
-  p50/p95/max and the server's own ``took_ms``;
+  p50/p95/max and the server's own ``took_ms``, ranked the service's default way (hybrid),
+  then the same queries with ``ranking=dense`` (the model alone): what fusion costs;
 * **anchor**: one ``mathembed search`` run as a process (model load + one query), with the
   index already persisted, its best case.
 
@@ -189,8 +190,9 @@ class Service:
     def health(self) -> Any:
         return get_json(f"{self.base_url}/health")
 
-    def search(self, query: str, k: int = 10) -> Any:
-        query_string = urllib.parse.urlencode({"q": query, "k": k})
+    def search(self, query: str, k: int = 10, ranking: str | None = None) -> Any:
+        fields = {"q": query, "k": k, **({"ranking": ranking} if ranking else {})}
+        query_string = urllib.parse.urlencode(fields)
         return get_json(f"{self.base_url}/api/search?{query_string}")
 
     def stop(self) -> None:
@@ -207,20 +209,25 @@ def first_query(service: Service, query: str) -> dict[str, Any]:
         "seconds": time.perf_counter() - service.started,
         "ready_seconds": service.ready - service.started,
         "model": answer["model"],
+        "ranking": answer["ranking"],
     }
 
 
-def steady_state(service: Service, queries: list[str], n: int) -> dict[str, Any]:
+def steady_state(
+    service: Service, queries: list[str], n: int, ranking: str | None = None
+) -> dict[str, Any]:
+    """Latency of ``n`` queries after warm-up, ranked ``ranking`` (None: the default)."""
     client_ms: list[float] = []
     server_ms: list[float] = []
     for index in range(WARM_UP_QUERIES):
-        service.search(queries[index % len(queries)])
+        service.search(queries[index % len(queries)], ranking=ranking)
     for index in range(n):
         started = time.perf_counter()
-        answer = service.search(queries[index % len(queries)])
+        answer = service.search(queries[index % len(queries)], ranking=ranking)
         client_ms.append((time.perf_counter() - started) * 1000)
         server_ms.append(float(answer["took_ms"]))
     return {
+        "ranking": answer["ranking"],
         "queries": n,
         "distinct_queries": len(set(queries)),
         "client_ms": {
@@ -260,6 +267,8 @@ def measure(
     try:
         served_threads = service.health()["torch_threads"]
         steady = steady_state(service, queries, args.queries)
+        # The model's ranking alone, in the same process right after: what fusion costs.
+        steady_dense = steady_state(service, queries, args.queries, ranking="dense")
     finally:
         service.stop()
     anchor = one_shot(root, alias, queries[0])
@@ -274,6 +283,7 @@ def measure(
         "restart": restart,
         "served_threads": served_threads,
         "steady": steady,
+        "steady_dense": steady_dense,
         "anchor": anchor,
         "passages": passages,
         "index_files": index_files,
@@ -345,6 +355,7 @@ def main() -> None:
         "first_query_persisted_index_s": restart["seconds"],
         "ready_persisted_index_s": restart["ready_seconds"],
         "steady": steady,
+        "steady_dense_only": measured["steady_dense"],
         "one_shot_cli_s": anchor,
         "one_shot_over_p50": anchor / (steady["client_ms"]["p50"] / 1000),
         "target_p50_ms": 50,
@@ -367,6 +378,8 @@ def main() -> None:
     print(f"{f'{args.queries} queries over HTTP: p50':<48}{client['p50']:>10.1f} ms")
     print(f"{'  p95':<48}{client['p95']:>10.1f} ms")
     print(f"{'  server took_ms p50':<48}{steady['server_took_ms']['p50']:>10.1f} ms")
+    dense = measured["steady_dense"]["client_ms"]
+    print(f"{'  ranking ' + steady['ranking'] + '; dense alone p50':<48}{dense['p50']:>10.1f} ms")
     print(f"{'one-shot / p50':<48}{result['one_shot_over_p50']:>10.0f} x")
     print(
         f"load average start {load_start}, end {result['load_average']['end']}; "
@@ -376,4 +389,7 @@ def main() -> None:
 
 if __name__ == "__main__":
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    # Started in the background, this process may ignore SIGINT, and the services it
+    # starts would inherit that; they are stopped with SIGINT, as a user stops them.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     main()
