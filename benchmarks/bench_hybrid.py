@@ -17,7 +17,8 @@ queries are concept names, nearly all fall in the first part; so a second condit
 **phrase masked**, asks each query again with its text replaced by "it" in its own
 relevant passages (re-embedded, re-indexed for BM25): what hybrid does when the phrase
 is not there to match. Hybrid against dense is the paired test promote uses
-(``params.yaml`` promote: method, resamples, seed).
+(``params.yaml`` promote: method, resamples, seed); so is the fine-tuned model against its
+base, each alone, in both conditions (does fine-tuning help when the phrase is absent?).
 
     .venv/bin/python benchmarks/bench_hybrid.py       # about 3 minutes on 2 cores
 """
@@ -192,6 +193,23 @@ def compare(
     return out
 
 
+def candidate_vs_base(
+    eval_set: EvalSet, dense: dict[str, Rows], test: dict[str, Any]
+) -> dict[str, Any]:
+    """The fine-tuned model against its base, each ranking alone: MRR@10 and the p-value."""
+    n_docs = len(eval_set.corpus_texts)
+    rows = list(range(len(eval_set.query_ids)))
+    values = {
+        name: score(padded(ranked, n_docs, K), eval_set, rows)["mrr@10"]
+        for name, ranked in dense.items()
+    }
+    return {
+        "candidate_mrr@10": float(np.nanmean(values["candidate"])),
+        "base_mrr@10": float(np.nanmean(values["base"])),
+        "p": paired_test_p_value(values["candidate"], values["base"], **test),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--project", type=Path, default=REPO_ROOT, help="a project after make demo")
@@ -219,6 +237,7 @@ def main() -> None:
         "seed": params.promote.seed,
     }
     models: dict[str, Any] = {}
+    dense_runs: dict[str, dict[str, Rows]] = {"all": {}, "phrase_masked": {}}
     for source in sources:
         queries, corpus = embed_eval_set(
             source, eval_set, cache=cache, batch_size=params.evaluate.batch_size
@@ -228,9 +247,11 @@ def main() -> None:
         query_vectors = matryoshka(queries, None, normalize=True)
         rankings = rank_all(eval_set, query_vectors, index, bm25)
         models[source.name] = compare(eval_set, rankings, subsets, test)
+        dense_runs["all"][source.name] = rankings["dense"]
         batch_size = params.evaluate.batch_size
         masked_vectors = embed_masked(source, list(masked.values()), batch_size)
         rankings = rank_masked(eval_set, query_vectors, index, masked, masked_vectors)
+        dense_runs["phrase_masked"][source.name] = rankings["dense"]
         models[source.name] |= {
             f"phrase_masked_{name}": scored
             for name, scored in compare(eval_set, rankings, {"all": everything}, test).items()
@@ -246,6 +267,11 @@ def main() -> None:
         "paired_test": test,
         "bm25_index_build_s": bm25_build_s,
         "models": models,
+        "candidate_vs_base_dense": {
+            condition: candidate_vs_base(eval_set, runs, test)
+            for condition, runs in dense_runs.items()
+            if {"candidate", "base"} <= runs.keys()
+        },
         "versions": installed_versions("bm25s", "sentence-transformers", "numpy"),
         "git": git_state(),
     }
@@ -258,6 +284,11 @@ def main() -> None:
             )
             p = scored["p_hybrid_vs_dense"]["mrr@10"]
             print(f"{model:9s} {subset:28s} n={scored['queries']:3d}  MRR/NDCG@10  {line}  p={p}")
+    for condition, gain in result["candidate_vs_base_dense"].items():
+        print(
+            f"model alone, {condition}: candidate {gain['candidate_mrr@10']:.4f} vs base "
+            f"{gain['base_mrr@10']:.4f} MRR@10, p={gain['p']}"
+        )
     print(f"wrote {args.out}")
 
 
