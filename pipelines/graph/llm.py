@@ -269,8 +269,11 @@ class LLMExtractor:
 
         def record_failure(state: RetryCallState) -> None:
             error = state.outcome.exception() if state.outcome is not None else None
+            # A transport error names its kind; a status or a bad reply is its own message.
             described = (
-                error if isinstance(error, ValueError) else f"{type(error).__name__}: {error}"
+                f"{type(error).__name__}: {error}"
+                if isinstance(error, requests.RequestException)
+                else str(error)
             )
             errors.append(f"attempt {state.attempt_number}: {described}")
 

@@ -301,7 +301,13 @@ def test_unusable_after_retries_is_skipped_with_reason(
     assert record["id"] == "math/0501001"
     assert record["stage"] == "graph"
     assert "after 3 attempts" in record["reason"] and reason in record["reason"]
-    assert len(record["details"]["errors"]) == 3
+    errors = record["details"]["errors"]
+    assert len(errors) == 3
+    # Each attempt's own message, with no internal exception name in front of it.
+    assert all(
+        e.startswith(f"attempt {i}: ") and "_" not in e.split(":")[1]
+        for i, e in enumerate(errors, 1)
+    )
     assert (tmp_path / "quarantine" / "graph" / record["payload"]).read_bytes() == reply[1]
     assert llm.stats["skipped"] == 1
     # Not cached: the next run asks again.
