@@ -27,6 +27,24 @@ from pipelines.promote.store import tracking_uri
 # ----------------------------------------------------------------------------- real server
 
 
+def wait_until_up(
+    process: subprocess.Popen[bytes], ready_url: str, log_path: Path, name: str
+) -> None:
+    """Poll ``ready_url`` until it answers 200; the server's log if it exits or takes > 180 s."""
+    deadline = time.monotonic() + 180
+    while True:
+        if process.poll() is not None:
+            raise RuntimeError(f"{name} exited early:\n{log_path.read_text()}")
+        try:
+            if requests.get(ready_url, timeout=2).status_code == 200:
+                return
+        except requests.RequestException:
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{name} not ready in time:\n{log_path.read_text()}")
+        time.sleep(0.25)
+
+
 @contextmanager
 def mlflow_server(folder: Path, port: int, template_db: Path) -> Iterator[str]:
     """A real ``mlflow server`` (SQLite backend, proxied artifacts) on 127.0.0.1:``port``."""
@@ -55,18 +73,7 @@ def mlflow_server(folder: Path, port: int, template_db: Path) -> Iterator[str]:
         )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 180
-        while True:  # readiness: poll the health endpoint until the server answers
-            if process.poll() is not None:
-                raise RuntimeError(f"mlflow server exited early:\n{log_path.read_text()}")
-            try:
-                if requests.get(f"{url}/health", timeout=2).status_code == 200:
-                    break
-            except requests.RequestException:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"mlflow server not ready in time:\n{log_path.read_text()}")
-            time.sleep(0.25)
+        wait_until_up(process, f"{url}/health", log_path, "mlflow server")
         yield url
     finally:
         os.killpg(process.pid, signal.SIGTERM)
@@ -173,18 +180,7 @@ def test_mlflow_models_serve_answers_with_the_champions_float32_embeddings(
         )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 180
-        while True:  # readiness: the scoring server's /ping
-            if process.poll() is not None:
-                raise RuntimeError(f"mlflow models serve exited early:\n{log_path.read_text()}")
-            try:
-                if requests.get(f"{url}/ping", timeout=2).status_code == 200:
-                    break
-            except requests.RequestException:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"mlflow models serve not ready:\n{log_path.read_text()}")
-            time.sleep(0.25)
+        wait_until_up(process, f"{url}/ping", log_path, "mlflow models serve")
         answer = requests.post(
             f"{url}/invocations", json={"inputs": ["prime alpha", "graph"]}, timeout=60
         )

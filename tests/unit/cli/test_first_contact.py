@@ -36,6 +36,11 @@ def test_every_command_is_headed_mathembed_and_shows_its_own_options() -> None:
     assert "--lock-timeout" not in status_help and "Usage: mathembed promote" not in status_help
 
 
+def run(command: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``command`` as a process, its output captured as text; a hang fails after 60 s."""
+    return subprocess.run(command, capture_output=True, text=True, cwd=cwd, timeout=60, check=False)
+
+
 LAUNCHERS = {
     "module": [sys.executable, "-m", "pipelines"],
     "python -c": [sys.executable, "-c", "from pipelines.cli import app; app()"],
@@ -45,14 +50,7 @@ LAUNCHERS = {
 
 @pytest.mark.parametrize("launcher", LAUNCHERS.values(), ids=LAUNCHERS.keys())
 def test_a_real_process_is_headed_mathembed(launcher: list[str]) -> None:
-    completed = subprocess.run(
-        [*launcher, "status", "--help"],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=60,
-        check=False,
-    )
+    completed = run([*launcher, "status", "--help"], cwd=REPO)
     assert completed.returncode == 0, completed.stderr
     assert "Usage: mathembed status [OPTIONS]" in completed.stdout
 
@@ -68,16 +66,8 @@ BLOCK_EXTENSION = (
 def test_a_command_without_the_extension_says_run_make_build(
     args: list[str], tmp_path: Path
 ) -> None:
-    completed = subprocess.run(
-        [sys.executable, "-c", BLOCK_EXTENSION, *args, "--root", str(tmp_path)]
-        if args[0] != "version"
-        else [sys.executable, "-c", BLOCK_EXTENSION, *args],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        timeout=60,
-        check=False,
-    )
+    root = ["--root", str(tmp_path)] if args[0] != "version" else []
+    completed = run([sys.executable, "-c", BLOCK_EXTENSION, *args, *root], cwd=tmp_path)
     if args[0] == "version":  # version reports the extension itself, as before
         assert completed.returncode == 1 and "make build" in completed.stderr
         return
@@ -87,14 +77,7 @@ def test_a_command_without_the_extension_says_run_make_build(
 
 
 def test_help_works_without_the_extension(tmp_path: Path) -> None:
-    completed = subprocess.run(
-        [sys.executable, "-c", BLOCK_EXTENSION, "promote", "--help"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        timeout=60,
-        check=False,
-    )
+    completed = run([sys.executable, "-c", BLOCK_EXTENSION, "promote", "--help"], cwd=tmp_path)
     assert completed.returncode == 0, completed.stderr
     assert "Usage: mathembed promote" in completed.stdout
 

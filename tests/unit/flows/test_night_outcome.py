@@ -128,13 +128,19 @@ def test_a_failed_night_s_reason_is_short_and_names_the_step() -> None:
     assert failure_reason("") == "the run failed without a message"
 
 
-def test_a_failed_night_is_recorded_in_mlflow_and_posted(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def project_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A project with this checkout's params.yaml whose MLflow store is its own sqlite."""
     root = tmp_path / "project"
     root.mkdir()
     (root / "params.yaml").write_text((REPO / "params.yaml").read_text())
-    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)  # the root's own sqlite store
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    return root
+
+
+def test_a_failed_night_is_recorded_in_mlflow_and_posted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = project_root(tmp_path, monkeypatch)
     monkeypatch.setattr(hooks, "flow_run_logger", lambda *_args: _Silent())
     flow_run = FlowRun(
         id=uuid4(), name="brave-otter", flow_id=uuid4(), parameters={"root": str(root)}
@@ -181,10 +187,7 @@ def test_a_night_that_finds_its_candidate_decided_is_recorded_too(
 ) -> None:
     from flows import nightly
 
-    root = tmp_path / "project"
-    root.mkdir()
-    (root / "params.yaml").write_text((REPO / "params.yaml").read_text())
-    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)  # the root's own sqlite store
+    root = project_root(tmp_path, monkeypatch)
     params = load_params(root / "params.yaml")
     fresh = promotion_result(promote=True, against="base")
     assert nightly.record_decided_before(root, params, fresh) is None  # promote logged it

@@ -12,7 +12,7 @@ import pytest
 
 from pipelines.common.config import IngestParams
 from pipelines.common.paths import Paths
-from pipelines.ingest.arxiv.client import ArxivClient, build_user_agent
+from pipelines.ingest.arxiv.client import ArxivClient
 from pipelines.ingest.progress import (
     HarvestProgress,
     harvest_target,
@@ -75,14 +75,7 @@ def test_a_slow_harvest_logs_its_progress(tmp_path: Path, caplog: pytest.LogCapt
     ticks = itertools.count(0.0, 10.0)
     with (
         MirrorServer(mirror) as server,
-        ArxivClient(
-            server.base_url,
-            user_agent=build_user_agent("tests@example.org"),
-            delay_seconds=0.0,
-            timeout_seconds=5.0,
-            max_retries=0,
-            backoff_seconds=0.0,
-        ) as client,
+        ArxivClient.from_params(params, base_url=server.base_url) as client,
         caplog.at_level(logging.INFO, logger="pipelines.ingest"),
     ):
         report = run_ingest(

@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 
 from pipelines import cli
 from pipelines.common import io
-from pipelines.common.config import PromoteParams
+from pipelines.common.config import PromoteParams, TrainParams
 from pipelines.common.models import OFFLINE_MINILM, model_fingerprint
 from pipelines.common.paths import TRAINING_RUN_FILE, Paths
 from pipelines.train.card import OFFLINE_MINILM_HUB_ID, card_base_model
@@ -32,6 +32,7 @@ from pipelines.train.progress import finished_line, step_line, validation_line
 from pipelines.train.setup import TrainError
 from pipelines.train.stage import run_train
 from pipelines.train.tracking import (
+    TrainingRun,
     run_params,
     start_training_run,
     trainer_metrics,
@@ -198,13 +199,19 @@ def test_training_logs_live_to_mlflow_and_names_the_run(
     assert experiment.tags["mlflow.experimentKind"] == "custom_model_development"
 
 
-def test_a_diverged_training_ends_its_run_failed(
-    tiny_bert_dir: Path, tmp_path: Path, local_store: None
-) -> None:
+def started_toy_run(tiny_bert_dir: Path, tmp_path: Path) -> tuple[Paths, TrainParams, TrainingRun]:
+    """A project with the toy training set-up and its MLflow run started."""
     paths = make_root(tmp_path)
     params = toy_params(tiny_bert_dir)
     tracking = start_training_run(paths, PromoteParams(), params)
     assert tracking is not None
+    return paths, params, tracking
+
+
+def test_a_diverged_training_ends_its_run_failed(
+    tiny_bert_dir: Path, tmp_path: Path, local_store: None
+) -> None:
+    paths, params, tracking = started_toy_run(tiny_bert_dir, tmp_path)
     with pytest.raises(TrainError, match="diverged"):
         run_train(params, paths, progress=False, callbacks=[PoisonWeights()], tracking=tracking)
     run = tracking.client.get_run(tracking.run_id)
@@ -224,10 +231,7 @@ class Interrupt(TrainerCallback):
 def test_an_interrupted_training_ends_its_run_killed(
     tiny_bert_dir: Path, tmp_path: Path, local_store: None
 ) -> None:
-    paths = make_root(tmp_path)
-    params = toy_params(tiny_bert_dir)
-    tracking = start_training_run(paths, PromoteParams(), params)
-    assert tracking is not None
+    paths, params, tracking = started_toy_run(tiny_bert_dir, tmp_path)
     with pytest.raises(KeyboardInterrupt):
         run_train(params, paths, progress=False, callbacks=[Interrupt()], tracking=tracking)
     assert tracking.client.get_run(tracking.run_id).info.status == "KILLED"
