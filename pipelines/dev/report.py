@@ -36,11 +36,7 @@ def _lookup(data: Mapping[str, Any], dotted: str) -> Any:
 
 def _number(value: Any) -> str:
     """An int as it is, a float to :data:`DECIMALS` decimals, anything else as text."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return str(value)
-    if isinstance(value, int):
-        return str(value)
-    return f"{value:.{DECIMALS}f}"
+    return f"{value:.{DECIMALS}f}" if isinstance(value, float) else str(value)
 
 
 def _label(metric: str) -> str:

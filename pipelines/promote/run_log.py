@@ -359,15 +359,6 @@ def _flatten(value: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return flat
 
 
-def _numeric(flat: Mapping[str, Any], prefix: str) -> dict[str, float]:
-    """The numeric leaves (not booleans), keyed as MLflow accepts metric names."""
-    return {
-        prefix + metric_tag(key): float(value)
-        for key, value in flat.items()
-        if isinstance(value, int | float) and not isinstance(value, bool)
-    }
-
-
 def _curve_metrics(train_metrics: Mapping[str, Any]) -> list[Metric]:
     """train.json's curves (lists of ``{"step": .., "loss": ..}``) as metric histories."""
     from mlflow.entities import Metric

@@ -186,17 +186,24 @@ def open_engine(
     fingerprint = version_fingerprint(registry, model_version)
     model = load_registered_model(registry, model_version)
     ref = ModelRef(promote.registered_model, str(model_version.version), asked_alias, fingerprint)
-    update = open_index(paths, model, fingerprint, corpus)
-    lexical = LexicalIndex(corpus.chunks["text"].astype(str).tolist())
+    chunk_ids = corpus.chunks["chunk_id"].astype(str).tolist()
+    texts = corpus.chunks["text"].astype(str).tolist()
+    update = open_index(paths, model, fingerprint, chunk_ids, texts)
+    lexical = LexicalIndex(texts)
     engine = SearchEngine(model, ref, corpus, update.index, lexical, ranking)
     engine.encode_query("warm-up")  # the first forward pass allocates; users should not wait
     return engine
 
 
-def open_index(paths: Paths, model: TextEncoder, fingerprint: str, corpus: Corpus) -> IndexUpdate:
-    """The corpus's index under ``fingerprint``: stored rows reused, the rest embedded."""
-    texts = corpus.chunks["text"].astype(str).tolist()
-    chunk_ids = corpus.chunks["chunk_id"].astype(str).tolist()
+def open_index(
+    paths: Paths,
+    model: TextEncoder,
+    fingerprint: str,
+    chunk_ids: list[str],
+    texts: list[str],
+) -> IndexUpdate:
+    """The index of these passages under ``fingerprint``: stored rows reused, the rest
+    embedded."""
 
     def embed(missing: list[str]) -> npt.NDArray[np.float32]:
         if len(missing) == len(texts):

@@ -127,7 +127,7 @@ def sync_index(
     keys = [passage_key(chunk_id, text) for chunk_id, text in zip(chunk_ids, texts, strict=True)]
     stored = load_index(path)
     update = update_index(stored, keys, texts, embed)
-    if stored is None or update.embedded or update.dropped or stored.keys != update.index.keys:
+    if stored is None or stored.keys != update.index.keys:  # embedded or dropped: new keys
         save_index(path, update.index)
     log.info(
         "search index %s: %d passages (%d embedded now, %d reused, %d dropped)",
