@@ -109,8 +109,10 @@ def chunk_spans(
 
     Every span starts and ends outside ``$…$``; consecutive spans overlap by at most
     ``overlap_chars`` (when a word boundary lies in that range) and together cover the
-    text. A final piece shorter than ``min_chunk_chars`` is started earlier instead, so
-    short passages only happen when the whole text is short.
+    text. A final piece shorter than ``min_chunk_chars`` is started earlier instead, at
+    the latest word start that makes it long enough, even where that overlaps the
+    previous passage by more than ``overlap_chars``: repeated text costs less than lost
+    text. So short passages only happen when the whole text is short.
     """
     if chunk_chars < 1 or not 0 <= overlap_chars < chunk_chars or min_chunk_chars > chunk_chars:
         raise ValueError(

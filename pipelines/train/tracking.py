@@ -4,7 +4,9 @@ while the model trains, and that ``mathembed promote`` later logs its decision i
 
 The run is started before training (:func:`start_training_run`), fed by
 :func:`mlflow_callback` through an ``MlflowClient`` bound to the run id, and ended FINISHED,
-FAILED (an exception) or KILLED (Ctrl-C) by :func:`training_run_status`. Its id and store
+FAILED (an exception) or KILLED (Ctrl-C) by :func:`training_run_status`; each write holds
+Ctrl-C back till it is done (:func:`~pipelines.common.interrupts.interrupts_deferred`), so
+the KILLED that follows finds the store unlocked. Its id and store
 go into the candidate folder as ``mlflow_run.json`` (:func:`run_record`), which is how
 promotion finds it.
 
@@ -30,6 +32,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from pipelines.common.config import PromoteParams, TrainParams
+from pipelines.common.interrupts import interrupts_deferred
 from pipelines.common.paths import Paths
 from pipelines.common.redact import redact
 
@@ -176,7 +179,8 @@ def log_metrics(run: TrainingRun, metrics: Mapping[str, float], *, step: int | N
     now_ms = int(time.time() * 1000)
     batch = [Metric(key, value, now_ms, step or 0) for key, value in metrics.items()]
     try:
-        run.client.log_batch(run.run_id, metrics=batch)
+        with interrupts_deferred():  # Ctrl-C mid-write would lock the run out of its end
+            run.client.log_batch(run.run_id, metrics=batch)
     except (MlflowException, requests.RequestException, OSError) as error:
         logger.warning(
             "train: MLflow stopped answering (%s); training goes on, its run %s stops here",
@@ -193,9 +197,10 @@ def describe_run(run: TrainingRun, *, name: str, tags: Mapping[str, str]) -> Non
     from mlflow.exceptions import MlflowException
 
     try:
-        run.client.update_run(run.run_id, name=name)
-        for key, value in tags.items():
-            run.client.set_tag(run.run_id, key, value)
+        with interrupts_deferred():
+            run.client.update_run(run.run_id, name=name)
+            for key, value in tags.items():
+                run.client.set_tag(run.run_id, key, value)
     except (MlflowException, requests.RequestException, OSError) as error:
         logger.warning("train: could not name MLflow run %s (%s)", run.run_id, redact(str(error)))
 
@@ -223,7 +228,8 @@ def _terminate(run: TrainingRun, status: str) -> None:
     from mlflow.exceptions import MlflowException
 
     try:
-        run.client.set_terminated(run.run_id, status)
+        with interrupts_deferred():
+            run.client.set_terminated(run.run_id, status)
     except (MlflowException, requests.RequestException, OSError) as error:
         logger.warning(
             "train: could not mark MLflow run %s %s (%s)", run.run_id, status, redact(str(error))
