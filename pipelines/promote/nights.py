@@ -30,7 +30,6 @@ from pipelines.common.config import Params, PromoteParams
 from pipelines.common.paths import Paths
 from pipelines.common.redact import redact
 from pipelines.promote.headline import FAILED, OUTCOMES, PROMOTED, run_metrics
-from pipelines.promote.run_inputs import mark_model_training
 from pipelines.promote.run_log import (
     NOTE_TAG,
     OUTCOME_TAG,
@@ -102,7 +101,6 @@ def log_night(
     client = registry.client
     experiment = promotion_experiment(registry, promote, create=True)
     assert experiment is not None
-    mark_model_training(client, experiment)
     started = datetime.now(UTC)
     run = client.create_run(
         experiment,

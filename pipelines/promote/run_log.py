@@ -59,18 +59,24 @@ NOTE_TAG = "mlflow.note.content"
 
 
 def promotion_experiment(registry: Registry, promote: PromoteParams, *, create: bool) -> str | None:
+    """The promotion experiment's id; ``create``: made if missing, for a writer, and marked
+    as model training (so MLflow's UI opens it on runs, not traces)."""
     experiment = registry.client.get_experiment_by_name(promote.experiment)
-    if experiment is not None:
-        return str(experiment.experiment_id)
-    if not create:
+    if experiment is None and not create:
         return None
-    artifact_root = registry.artifact_root
-    return str(
-        registry.client.create_experiment(
-            promote.experiment,
-            artifact_location=artifact_root.as_uri() if artifact_root else None,
+    if experiment is not None:
+        experiment_id = str(experiment.experiment_id)
+    else:
+        artifact_root = registry.artifact_root
+        experiment_id = str(
+            registry.client.create_experiment(
+                promote.experiment,
+                artifact_location=artifact_root.as_uri() if artifact_root else None,
+            )
         )
-    )
+    if create:
+        mark_model_training(registry.client, experiment_id)
+    return experiment_id
 
 
 def find_logged_run(
@@ -235,8 +241,6 @@ def log_run(
         )
     with run_context as run:
         run_id = run.info.run_id
-        mark_model_training(registry.client, run.info.experiment_id)
-        mark_model_training(registry.client, experiment_id)
         mlflow.set_tags({**run_tags, NOTE_TAG: card})
         already = registry.client.get_run(run_id).data.params
         mlflow.log_params(

@@ -116,7 +116,6 @@ def start_training_run(
 
     try:
         # The promotion side imports metrics_rs: training itself must not need it.
-        from pipelines.promote.run_inputs import mark_model_training
         from pipelines.promote.run_log import promotion_experiment
         from pipelines.promote.store import connect
     except ImportError as error:
@@ -127,7 +126,6 @@ def start_training_run(
         assert registry is not None  # create=True always connects
         experiment_id = promotion_experiment(registry, promote, create=True)
         assert experiment_id is not None  # create=True always gives one
-        mark_model_training(registry.client, experiment_id)
         started = datetime.now(UTC)
         run = registry.client.create_run(
             experiment_id, run_name=f"train {started:%Y-%m-%d %H:%M} UTC"
