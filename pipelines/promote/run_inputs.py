@@ -1,6 +1,6 @@
 """What a promotion run records besides numbers: its inputs as MLflow datasets (the pairs it
-was trained on, the evaluation queries and judgments, each with its DVC hash), the
-experiment marked as model training, and the model's signature.
+was trained on, the evaluation queries and judgments, each with its DVC hash), the tag
+that marks its experiment as model training, and the model's signature.
 
 MLflow is imported inside the functions: importing this module stays cheap.
 """
@@ -15,7 +15,6 @@ from pipelines.common.paths import Paths
 from pipelines.common.tables import TABLES
 
 if TYPE_CHECKING:
-    from mlflow import MlflowClient
     from mlflow.models import ModelSignature
 
 #: The experiment tag MLflow 3's UI reads to open an experiment on runs and models rather
@@ -26,13 +25,6 @@ MODEL_TRAINING_KIND = "custom_model_development"
 DATASET_CONTEXTS = {"pairs": "training", "queries": "evaluation", "qrels": "evaluation"}
 #: MLflow keeps a dataset digest in 36 characters (an md5 plus DVC's ".dir").
 DIGEST_LENGTH = 36
-
-
-def mark_model_training(client: MlflowClient, experiment_id: str) -> None:
-    """Tag the experiment as model training (once; the UI then skips the traces page)."""
-    experiment = client.get_experiment(experiment_id)
-    if experiment.tags.get(EXPERIMENT_KIND_TAG) != MODEL_TRAINING_KIND:
-        client.set_experiment_tag(experiment_id, EXPERIMENT_KIND_TAG, MODEL_TRAINING_KIND)
 
 
 def dvc_md5_of(relative_path: str, hashes: Mapping[str, str]) -> str | None:

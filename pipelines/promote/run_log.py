@@ -38,7 +38,12 @@ from pipelines.promote.headline import (
     run_metrics,
 )
 from pipelines.promote.provenance import dvc_lock_hashes, git_commit
-from pipelines.promote.run_inputs import embedding_signature, log_datasets, mark_model_training
+from pipelines.promote.run_inputs import (
+    EXPERIMENT_KIND_TAG,
+    MODEL_TRAINING_KIND,
+    embedding_signature,
+    log_datasets,
+)
 from pipelines.promote.scoring import ScoredModels
 from pipelines.promote.store import Registry
 from pipelines.promote.tags import TAG_EVAL_DATA, TAG_FINGERPRINT, metric_tag
@@ -61,21 +66,22 @@ NOTE_TAG = "mlflow.note.content"
 def promotion_experiment(registry: Registry, promote: PromoteParams, *, create: bool) -> str | None:
     """The promotion experiment's id; ``create``: made if missing, for a writer, and marked
     as model training (so MLflow's UI opens it on runs, not traces)."""
-    experiment = registry.client.get_experiment_by_name(promote.experiment)
-    if experiment is None and not create:
-        return None
-    if experiment is not None:
-        experiment_id = str(experiment.experiment_id)
-    else:
+    client = registry.client
+    experiment = client.get_experiment_by_name(promote.experiment)
+    if experiment is None:
+        if not create:
+            return None
         artifact_root = registry.artifact_root
-        experiment_id = str(
-            registry.client.create_experiment(
+        return str(
+            client.create_experiment(
                 promote.experiment,
                 artifact_location=artifact_root.as_uri() if artifact_root else None,
+                tags={EXPERIMENT_KIND_TAG: MODEL_TRAINING_KIND},
             )
         )
-    if create:
-        mark_model_training(registry.client, experiment_id)
+    experiment_id = str(experiment.experiment_id)
+    if create and experiment.tags.get(EXPERIMENT_KIND_TAG) != MODEL_TRAINING_KIND:
+        client.set_experiment_tag(experiment_id, EXPERIMENT_KIND_TAG, MODEL_TRAINING_KIND)
     return experiment_id
 
 

@@ -136,6 +136,10 @@ def test_promotion_logs_into_the_run_train_logged_live(world: World, bow_models:
 
     assert result.run_id == train_run
     assert len(client.search_runs([experiment])) == 1  # one run: training and decision
+    # An experiment made before, untagged, is marked as model training by the writer.
+    assert client.get_experiment(experiment).tags["mlflow.experimentKind"] == (
+        "custom_model_development"
+    )
     run = client.get_run(train_run)
     assert run.info.status == "FINISHED"
     assert run.data.params["learning_rate"] == "2e-05"
