@@ -103,20 +103,32 @@ def score(
     return {metric: np.asarray(result["per_query"][metric]) for metric in METRICS}
 
 
+def rank_three_ways(
+    rankings: dict[str, Rows],
+    query: str,
+    vector: npt.NDArray[np.float32],
+    index: PassageIndex,
+    bm25: LexicalIndex,
+) -> None:
+    """Append ``query``'s dense, BM25 and hybrid rankings, as the service ranks it (depth
+    :data:`FUSION_DEPTH`)."""
+    dense, _ = index.top(vector, FUSION_DEPTH)
+    lexical, _ = bm25.top(query, FUSION_DEPTH)
+    rankings["dense"].append(dense)
+    rankings["bm25"].append(lexical)
+    rankings["hybrid"].append(fuse([dense, lexical], FUSION_DEPTH)[0])
+
+
 def rank_all(
     eval_set: EvalSet,
     query_vectors: npt.NDArray[np.float32],
     index: PassageIndex,
     bm25: LexicalIndex,
 ) -> dict[str, Rows]:
-    """Each query ranked the three ways, as the service ranks it (depth :data:`FUSION_DEPTH`)."""
+    """Each query ranked the three ways."""
     rankings: dict[str, Rows] = {"dense": [], "bm25": [], "hybrid": []}
     for query, vector in zip(eval_set.query_texts, query_vectors, strict=True):
-        dense, _ = index.top(vector, FUSION_DEPTH)
-        lexical, _ = bm25.top(query, FUSION_DEPTH)
-        rankings["dense"].append(dense)
-        rankings["bm25"].append(lexical)
-        rankings["hybrid"].append(fuse([dense, lexical], FUSION_DEPTH)[0])
+        rank_three_ways(rankings, query, vector, index, bm25)
     return rankings
 
 
@@ -150,11 +162,8 @@ def rank_masked(
         for doc, i in own.items():
             vectors[doc] = masked_vectors[i]
             texts[doc] = masked[(row, doc)]
-        dense, _ = PassageIndex(index.keys, vectors).top(vector, FUSION_DEPTH)
-        lexical, _ = LexicalIndex(texts).top(query, FUSION_DEPTH)
-        rankings["dense"].append(dense)
-        rankings["bm25"].append(lexical)
-        rankings["hybrid"].append(fuse([dense, lexical], FUSION_DEPTH)[0])
+        masked_index = PassageIndex(index.keys, vectors)
+        rank_three_ways(rankings, query, vector, masked_index, LexicalIndex(texts))
     return rankings
 
 

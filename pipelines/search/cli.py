@@ -60,12 +60,10 @@ def search(
     paper id, title, a link to the paper where one is known, and the passage's start.
     For many queries, `mathembed serve-search` keeps the model loaded.
     """
-    from pipelines.search.lexical import check_ranking
     from pipelines.search.query import check_request, format_hits
 
     with command_errors("search", bad_input=_bad_input()):
         check_request(query, k)
-        check_ranking(ranking)
         engine = _open(params, root, alias, version, ranking)
         if as_json:
             typer.echo(json.dumps(engine.answer(query, k), ensure_ascii=False, indent=2))
