@@ -9,6 +9,9 @@
   one, so ``train.pooling`` means the same thing for every base model.
 * :func:`model_fingerprint` identifies a saved model by what determines its embeddings
   (weights, configuration, tokenizer), not by where or when it was saved.
+* :func:`base_model_fingerprint` identifies ``train.base_model`` as train loads it (its
+  files or Hub snapshot, the pooling and sequence length): the key under which evaluate
+  caches its embeddings and train its mined negatives.
 * :func:`data_hash` identifies the input files a model was trained or scored on.
 * :func:`candidate_dir` / :func:`checkpoints_dir`: where the train stage writes.
 
@@ -197,6 +200,34 @@ def model_fingerprint(model_dir: Path) -> str:
         _update_framed(digest, relative.encode("utf-8"))
         _update_framed(digest, content)
     return digest.hexdigest()
+
+
+def base_model_fingerprint(name_or_path: str, *, pooling: Pooling, max_seq_length: int) -> str:
+    """sha256 naming ``name_or_path`` as :func:`load_base_model` loads it: a local folder by
+    :func:`model_fingerprint`, a Hugging Face id by the snapshot in the local cache (its
+    commit), and the pooling and sequence length, which change the embeddings without
+    changing any file. Raises :class:`ModelLoadError` for an id that is not cached."""
+    local = Path(resolve_model_source(name_or_path)).expanduser()
+    files = model_fingerprint(local) if local.is_dir() else _hub_fingerprint(name_or_path)
+    return hashlib.sha256(
+        f"{files}|pooling={pooling}|max_seq_length={max_seq_length}".encode()
+    ).hexdigest()
+
+
+def _hub_fingerprint(model_id: str) -> str:
+    """A Hugging Face model id pinned to the snapshot in the local cache (its commit)."""
+    from huggingface_hub import snapshot_download
+
+    try:
+        snapshot = Path(snapshot_download(model_id, local_files_only=True))
+    except Exception as error:  # the hub raises several unrelated types for "not cached"
+        raise ModelLoadError(
+            f"base model {model_id!r} is neither a local folder nor in the Hugging Face "
+            "cache; download it once with network access (HF_HUB_OFFLINE=0 .venv/bin/python -c "
+            f"\"from huggingface_hub import snapshot_download; snapshot_download('{model_id}')\""
+            f"), or set train.base_model to a local folder or {OFFLINE_MINILM!r}"
+        ) from error
+    return f"hf:{model_id}@{snapshot.name}"
 
 
 def _is_rng_state(path: Path) -> bool:

@@ -96,13 +96,8 @@ def local_model_source(name: str, model_dir: Path) -> ModelSource:
 
 def base_model_source(spec: BaseModelSpec) -> ModelSource:
     """The base model, loaded with the pooling and sequence length train used."""
-    local = Path(models.resolve_model_source(spec.name_or_path)).expanduser()
-    files = (
-        models.model_fingerprint(local) if local.is_dir() else _hub_fingerprint(spec.name_or_path)
-    )
-    # Pooling and sequence length change the embeddings without changing any file.
-    fingerprint = io.sha256_hex(
-        f"{files}|pooling={spec.pooling}|max_seq_length={spec.max_seq_length}".encode()
+    fingerprint = models.base_model_fingerprint(
+        spec.name_or_path, pooling=spec.pooling, max_seq_length=spec.max_seq_length
     )
 
     def load() -> TextEncoder:
@@ -118,22 +113,6 @@ def base_model_source(spec: BaseModelSpec) -> ModelSource:
         "fingerprint": fingerprint,
     }
     return ModelSource(BASE, fingerprint, load, info)
-
-
-def _hub_fingerprint(model_id: str) -> str:
-    """A Hugging Face model id pinned to the snapshot in the local cache (its commit)."""
-    from huggingface_hub import snapshot_download
-
-    try:
-        snapshot = Path(snapshot_download(model_id, local_files_only=True))
-    except Exception as error:  # the hub raises several unrelated types for "not cached"
-        raise models.ModelLoadError(
-            f"base model {model_id!r} is neither a local folder nor in the Hugging Face "
-            "cache; download it once with network access (HF_HUB_OFFLINE=0 .venv/bin/python -c "
-            f"\"from huggingface_hub import snapshot_download; snapshot_download('{model_id}')\""
-            f"), or set train.base_model to a local folder or {models.OFFLINE_MINILM!r}"
-        ) from error
-    return f"hf:{model_id}@{snapshot.name}"
 
 
 def base_spec_from_metadata(metadata: Mapping[str, Any]) -> BaseModelSpec | None:
