@@ -148,12 +148,23 @@ def sha256_hex(data: bytes) -> str:
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+# File systems refuse names past 255 bytes, and atomic_output's temporary file adds 14
+# characters to the name and a caller a suffix (".json"): 160 leaves room for both.
+MAX_NAME_CHARS = 160
+_NAME_HASH_CHARS = 16
 
 
 def safe_name(identifier: str) -> str:
-    """A file name for an arbitrary id (``math/0501001v2`` -> ``math_0501001v2``)."""
-    name = _UNSAFE.sub("_", identifier).strip("._")
-    return name or "unnamed"
+    """A file name for an arbitrary id (``math/0501001v2`` -> ``math_0501001v2``).
+
+    An id too long for a file name (a hostile listing's 300-character ``<id>``) keeps its
+    start and ends with a hash of the whole id, so distinct ids keep distinct names.
+    """
+    name = _UNSAFE.sub("_", identifier).strip("._") or "unnamed"
+    if len(name) <= MAX_NAME_CHARS:
+        return name
+    digest = sha256_hex(identifier.encode("utf-8"))[:_NAME_HASH_CHARS]
+    return f"{name[: MAX_NAME_CHARS - _NAME_HASH_CHARS - 1]}-{digest}"
 
 
 def quarantine(

@@ -209,7 +209,7 @@ def store_version(
 
 
 def _quarantine_path(quarantine_dir: Path, item_id: str) -> Path:
-    return quarantine_dir / STAGE / f"{io.safe_name(item_id)}.json"
+    return io.quarantine_record_path(quarantine_dir, STAGE, item_id)
 
 
 class QuarantineRateError(ValueError):
@@ -292,11 +292,19 @@ def archive_limits(params: IngestParams) -> ArchiveLimits:
     )
 
 
-def _window_start(params: IngestParams, watermark: str | None) -> datetime:
+def _window_start(params: IngestParams, watermark: str | None, now: datetime) -> datetime:
     # The API's date range has minute resolution and is inclusive, so papers at the
     # watermark's minute are listed again; they are skipped as already stored.
     if watermark is not None:
-        return parse_timestamp(watermark).replace(second=0, microsecond=0)
+        start = parse_timestamp(watermark).replace(second=0, microsecond=0)
+        if start > now:
+            # Written by a version that let a listed date from the future through.
+            raise ValueError(
+                f"the watermark {watermark} ({WATERMARK_FILE} in the raw store) is after "
+                f"now ({format_timestamp(now)}): set it to the last date really harvested, "
+                "or delete it to restart from ingest.from_date (stored papers are skipped)"
+            )
+        return start
     try:
         return parse_timestamp(params.from_date)
     except ValueError as error:
@@ -327,6 +335,43 @@ class _Run:
         # abnormal run rolls back to it, so the papers are listed (and refused) again.
         self.limit_refused = False
         self.before_limit_refusal: str | None = None
+
+    def is_from_the_future(self, entry: Entry) -> bool:
+        """Whether ``entry`` says it was updated after this run's window ends (a broken or
+        hostile upstream: ``2099-01-01``). Such a date must never become the watermark, or
+        every later window would start after it ends."""
+        return entry.updated > self.report.window_to  # one format, so strings compare as times
+
+    def handle_listed(self, entry: Entry) -> Outcome:
+        """One listed entry as a unit: whatever goes wrong with it quarantines it alone.
+
+        An error of the local file system (``OSError``: a full disk, a read-only store)
+        is not the entry's fault and stops the run, as it would stop every entry after it.
+        """
+        if self.is_from_the_future(entry):
+            self._quarantine(
+                entry,
+                f"listed as updated at {entry.updated}, after this run's window ends "
+                f"({self.report.window_to}): refused, neither stored nor the watermark; "
+                "retried when it is listed again",
+                retryable=True,
+            )
+            return "quarantined"
+        considered = self.report.considered
+        try:
+            return self.handle_entry(entry)
+        except OSError:
+            raise
+        except Exception as error:  # one bad entry never stops the harvest
+            logger.exception("handling %s failed", entry.versioned_id)
+            # Weighed by the quarantine alarm as one refused paper, wherever it failed: an
+            # upstream that breaks every entry is abnormal.
+            self.report.considered = considered + 1
+            self.report.refused += 1
+            self._quarantine(
+                entry, f"unexpected error: {type(error).__name__}: {error}", retryable=True
+            )
+            return "failed"
 
     def handle_entry(self, entry: Entry) -> Outcome:
         item_id = entry.versioned_id
@@ -374,6 +419,17 @@ class _Run:
         except Exception as error:  # one bad paper never stops the run
             logger.exception("extracting %s failed", entry.versioned_id)
             result = Rejected(f"extraction failed unexpectedly: {error!r}")
+        if isinstance(result, Rejected) and result.retryable:
+            # Not the e-print but an error page served with HTTP 200: the download failed
+            # for now, so it is retried on a later run like any other failed download.
+            self._quarantine(
+                entry,
+                result.reason,
+                retryable=True,
+                payload=eprint.data,
+                content_type=eprint.content_type,
+            )
+            return "failed"
         if isinstance(result, Rejected):
             limit: dict[str, Any] = {}
             if result.limit is not None:
@@ -480,7 +536,7 @@ class _Run:
                 _clear_quarantine(self.paths.quarantine, entry.versioned_id)
                 continue
             eprint = Eprint(str(details.get("content_type", "")), payload.read_bytes())
-            if self._extract_and_store(entry, eprint, replay=True) != "quarantined":
+            if self._extract_and_store(entry, eprint, replay=True) not in ("quarantined", "failed"):
                 self.report.counts["recovered"] += 1
                 logger.info("recovered %s with the larger %s", record["id"], details["limit"])
 
@@ -498,7 +554,7 @@ class _Run:
     def advance_watermark(self, entry: Entry, outcome: Outcome) -> None:
         if outcome == "failed":
             self.blocked = True
-        if self.blocked:
+        if self.blocked or self.is_from_the_future(entry):
             return
         if self.watermark is None or entry.updated > self.watermark:
             self.watermark = entry.updated
@@ -525,7 +581,7 @@ def run_ingest(
     moment = datetime.now(UTC) if now is None else now
     io.ensure_quarantine(paths.quarantine, STAGE)
     watermark = read_watermark(paths.raw)
-    window_from = _window_start(params, watermark)
+    window_from = _window_start(params, watermark, moment)
     report = IngestReport(
         window_from=format_timestamp(window_from),
         window_to=format_timestamp(moment),
@@ -559,7 +615,7 @@ def run_ingest(
                 for entry in feed.entries:
                     if handled >= params.max_papers:
                         break
-                    outcome = run.handle_entry(entry)
+                    outcome = run.handle_listed(entry)
                     counts["listed"] += 1
                     if outcome == "failed":
                         counts["quarantined"] += 1

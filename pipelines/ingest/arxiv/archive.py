@@ -19,7 +19,9 @@ from files inside the archive only, and the expansion is capped (inclusions and 
 an include fan-out is refused as fast as a compression bomb. Text is UTF-8, else latin-1
 (which decodes any byte string), and the fallback is recorded. NUL bytes are dropped from
 every text source wherever they are, as TeX itself ignores them (catcode 9), so where a
-stray NUL sits never decides whether the paper is kept.
+stray NUL sits never decides whether the paper is kept. A single-file body that is a
+server's error page (HTML, JSON, plain text without LaTeX; :mod:`.sniff`) is refused as
+retryable: the request failed, not the paper.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
+
+from pipelines.ingest.arxiv.sniff import error_page_kind
 
 Format = Literal["gzip", "tar", "pdf", "postscript", "html", "text", "empty", "unknown"]
 Encoding = Literal["utf-8", "latin-1"]
@@ -91,10 +95,13 @@ class Rejected:
 
     ``limit`` names the configured cap (an ``ArchiveLimits`` field) that refused it, if
     one did: a run with a larger cap may accept the paper, so the refusal is not final.
+    ``retryable`` says the bytes were not the e-print at all (an error page served with
+    HTTP 200): fetching it again later may give the paper.
     """
 
     reason: str
     limit: str | None = None
+    retryable: bool = False
 
 
 ExtractResult = Source | AbstractOnly | Rejected
@@ -103,9 +110,10 @@ ExtractResult = Source | AbstractOnly | Rejected
 class _Refused(Exception):
     """Internal: stop reading the archive; the message becomes the rejection reason."""
 
-    def __init__(self, reason: str, limit: str | None = None) -> None:
+    def __init__(self, reason: str, limit: str | None = None, *, retryable: bool = False) -> None:
         super().__init__(reason)
         self.limit = limit
+        self.retryable = retryable
 
 
 class IncludeLimitError(ValueError):
@@ -155,7 +163,7 @@ def extract_source(data: bytes, limits: ArchiveLimits) -> ExtractResult:
     except _AbstractOnly as no_source:
         return AbstractOnly(str(no_source))
     except _Refused as refusal:
-        return Rejected(str(refusal), refusal.limit)
+        return Rejected(str(refusal), refusal.limit, refusal.retryable)
     decoded = {name: _decode(raw) for name, raw in files.items()}
     main_file = choose_main_file({name: text for name, (text, _) in decoded.items()})
     if main_file is None:
@@ -187,7 +195,14 @@ def _read_text_files(data: bytes, limits: ArchiveLimits, *, allow_gzip: bool) ->
         return _read_tar(data, limits)
     if kind in ("pdf", "postscript"):
         raise _AbstractOnly(f"{'PDF' if kind == 'pdf' else 'PostScript'} only, no TeX source")
-    if kind == "text":
+    if kind in ("text", "html"):
+        page = "an HTML page" if kind == "html" else error_page_kind(data)
+        if page is not None:
+            raise _Refused(
+                f"{page} instead of an e-print (an error page served with HTTP 200?); "
+                "fetched again on a later run",
+                retryable=True,
+            )
         if len(data) > limits.max_file_bytes:
             raise _Refused(
                 f"single source file of {len(data)} bytes exceeds max_file_bytes "
@@ -197,8 +212,6 @@ def _read_text_files(data: bytes, limits: ArchiveLimits, *, allow_gzip: bool) ->
         return {"main.tex": data}
     if kind == "empty":
         raise _Refused("empty e-print")
-    if kind == "html":
-        raise _Refused("an HTML page instead of an e-print")
     raise _Refused(f"unrecognised e-print format ({kind}; first bytes {data[:8]!r})")
 
 

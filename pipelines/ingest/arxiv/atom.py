@@ -13,6 +13,8 @@ import xml.etree.ElementTree as ElementTree
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import NoReturn
+from xml.parsers import expat
 
 ATOM = "{http://www.w3.org/2005/Atom}"
 OPENSEARCH = "{http://a9.com/-/spec/opensearch/1.1/}"
@@ -136,9 +138,7 @@ def build_query(categories: Sequence[str], from_dt: datetime, to_dt: datetime) -
 
 def parse_feed(data: bytes) -> Feed:
     """Parse one page of the API's Atom feed."""
-    # arXiv feeds never carry a DTD; refusing one rules out entity tricks up front.
-    if b"<!DOCTYPE" in data[:4096] or b"<!ENTITY" in data:
-        raise FeedError("feed declares a DTD or entities, which arXiv feeds never do")
+    refuse_dtd(data)
     try:
         root = ElementTree.fromstring(data)
     except ElementTree.ParseError as error:
@@ -162,6 +162,36 @@ def parse_feed(data: bytes) -> Feed:
                 RejectedEntry(entry_id, str(error), ElementTree.tostring(element, "utf-8"))
             )
     return Feed(tuple(entries), tuple(rejected), total, start)
+
+
+class _DeclaresDtd(Exception):
+    """Internal: the document declared a DTD or an entity (raised from an expat handler)."""
+
+
+def refuse_dtd(data: bytes) -> None:
+    """Raise :class:`FeedError` when ``data`` declares a DTD or any entity.
+
+    arXiv feeds never carry one, and refusing it rules out every entity trick (an internal
+    entity expanded into a title, billion laughs, external entities). Expat reads the
+    document as the parser will, in whatever encoding it declares (a byte-order mark, an
+    XML declaration, UTF-16 as well as UTF-8), so no encoding hides a declaration from the
+    check as a byte search would.
+    """
+
+    def refuse(*_args: object) -> NoReturn:
+        raise _DeclaresDtd
+
+    parser = expat.ParserCreate()
+    parser.StartDoctypeDeclHandler = refuse
+    parser.EntityDeclHandler = refuse
+    parser.UnparsedEntityDeclHandler = refuse
+    parser.ExternalEntityRefHandler = refuse
+    try:
+        parser.Parse(data, True)
+    except _DeclaresDtd:
+        raise FeedError("feed declares a DTD or entities, which arXiv feeds never do") from None
+    except (expat.ExpatError, ValueError) as error:  # ValueError: an unsupported encoding
+        raise FeedError(f"feed is not well-formed XML: {error}") from error
 
 
 def _raise_on_api_error(entries: Iterable[ElementTree.Element]) -> None:

@@ -9,9 +9,11 @@ date) is honoured as given. Bounded: ``timeout_seconds`` bounds each wait for by
 ``REQUEST_DEADLINE_FACTOR * timeout_seconds`` the whole of one request, so an upstream
 that drips its body a byte at a time fails the attempt instead of holding the run.
 Loud: when the retries run out, :class:`ArxivError` names the URL and the last status
-or error. ``tenacity`` runs the retry loop; the politeness and the caps are ours.
-``sleep``, ``clock`` and ``jitter`` are injectable so tests assert on the waits instead
-of waiting.
+or error; an answer no retry can read (a redirect loop, a redirect to ``file://``, a
+malformed header) is an :class:`ArxivError` at once — never a bare ``requests`` error,
+which is an ``OSError`` and would read as a local disk problem. ``tenacity`` runs the
+retry loop; the politeness and the caps are ours. ``sleep``, ``clock`` and ``jitter`` are
+injectable so tests assert on the waits instead of waiting.
 """
 
 from __future__ import annotations
@@ -182,6 +184,20 @@ def parse_retry_after(value: str | None, now: datetime) -> float | None:
 
 def _is_retryable_status(status: int) -> bool:
     return status == 429 or 500 <= status <= 599
+
+
+def parse_content_length(value: str | None) -> int | None:
+    """The byte count a ``Content-Length`` header announces; ``None`` when there is none.
+
+    Only ASCII digits: ``str.isdigit`` also accepts ``"236\u00b2"`` (a superscript two),
+    which ``int`` then refuses. A malformed value raises ``ValueError`` naming it.
+    """
+    if value is None:
+        return None
+    text = value.strip()
+    if not (text.isascii() and text.isdigit()):
+        raise ValueError(f"malformed Content-Length header {value!r} (not a byte count)")
+    return int(text)
 
 
 class ArxivClient:
@@ -377,7 +393,17 @@ class ArxivClient:
 
         def attempt() -> _Reply:
             self._wait_for_turn()
-            reply = self._send(url, params)
+            try:
+                reply = self._send(url, params)
+            except _TRANSIENT_ERRORS:
+                raise  # tenacity retries these
+            except (requests.RequestException, ValueError) as error:
+                # Not worth retrying now, but upstream may answer properly on a later run.
+                raise ArxivError(
+                    f"GET {full_url}: the answer could not be used ({type(error).__name__}: "
+                    f"{error}); an upstream or network problem, retried on a later run",
+                    url=full_url,
+                ) from error
             if _is_retryable_status(reply.status):
                 statuses.append(reply.status)
                 return self._with_retry_after(reply, full_url)
@@ -448,8 +474,7 @@ class ArxivClient:
             return _Reply(response.status_code, response.headers, body)
 
     def _read_body(self, response: requests.Response, deadline: float) -> bytes:
-        declared = response.headers.get("Content-Length")
-        expected = int(declared) if declared is not None and declared.isdigit() else None
+        expected = parse_content_length(response.headers.get("Content-Length"))
         if expected is not None and expected > self.max_body_bytes:
             raise ArxivError(
                 f"GET {response.url}: body of {expected} bytes exceeds {self.max_body_bytes}",
