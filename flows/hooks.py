@@ -10,13 +10,14 @@ MLflow (:func:`pipelines.promote.nights.record_night`).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 import requests
 from prefect import Flow
@@ -84,30 +85,61 @@ def failure_report(flow_name: str, flow_run: FlowRun, state: State[Any]) -> dict
 
 def post_webhook(url: str, report: dict[str, Any], logger: logging.Logger | Any) -> bool:
     """POST the report; a webhook that fails is logged, never raised (a notice is a
-    courtesy: it neither fails a night nor hides why one failed)."""
+    courtesy: it neither fails a night nor hides why one failed).
+
+    Redirects are not followed: a redirect's target is a URL this code never saw, so
+    nothing could hide its key from the error that names it; the webhook's URL must be
+    its final one.
+    """
+    problem: str | None = None
     try:
-        response = requests.post(url, json=report, timeout=WEBHOOK_TIMEOUT_SECONDS)
-        response.raise_for_status()
-    except requests.RequestException as error:
-        logger.warning(
-            f"webhook {redact_url(url, keep_path=False)} did not accept the report: "
-            f"{without_url(str(error), url)}"
+        response = requests.post(
+            url, json=report, timeout=WEBHOOK_TIMEOUT_SECONDS, allow_redirects=False
         )
-        return False
-    return True
+        response.raise_for_status()
+        if 300 <= response.status_code < 400:
+            problem = (
+                f"it answered HTTP {response.status_code}, a redirect, which is not "
+                "followed; set the webhook's final URL"
+            )
+    except requests.RequestException as error:
+        problem = without_url(str(error), url)
+    if problem is None:
+        return True
+    logger.warning(
+        f"webhook {redact_url(url, keep_path=False)} did not accept the report: {problem}"
+    )
+    return False
 
 
 def without_url(text: str, url: str) -> str:
-    """``text`` without ``url``'s secret parts (pure): a webhook's path is its key.
+    """``text`` without ``url``'s secret parts, in any form (pure): a webhook's path is its key.
 
-    HTTP errors quote the whole URL, connection errors only its path (``with url: /...``).
+    HTTP errors quote the whole URL, connection errors only its path (``with url: /...``),
+    and both quote it as ``requests`` sent it, not as it was given: ``%41`` unquoted to
+    ``A``, a space quoted to ``%20``, dot segments resolved. Each of those forms is hidden,
+    the longest first, then every URL's credentials.
     """
-    text = text.replace(url, redact_url(url, keep_path=False))
-    parts = urlsplit(url)
-    secret_path = parts.path + (f"?{parts.query}" if parts.query else "")
-    if secret_path.strip("/"):
-        text = text.replace(secret_path, f"/{HIDDEN}")
+    for form in sorted(_secret_forms(url), key=len, reverse=True):
+        text = text.replace(form, f"/{HIDDEN}")
     return redact(text)
+
+
+def _secret_forms(url: str) -> set[str]:
+    """Every way an error may quote ``url``'s path, query and fragment (pure)."""
+    sent = [url]
+    # A URL requests refuses is never sent, so it is quoted only as given.
+    with contextlib.suppress(requests.RequestException, ValueError):
+        sent.append(str(requests.Request("POST", url).prepare().url))
+    forms: set[str] = set()
+    for address in sent:
+        parts = urlsplit(address)
+        path_url = parts.path + (f"?{parts.query}" if parts.query else "")
+        for secret in (path_url, path_url + (f"#{parts.fragment}" if parts.fragment else "")):
+            if secret.strip("/"):
+                decoded = unquote(secret)
+                forms |= {secret, decoded, quote(decoded, safe="/?&=#:@!$'()*+,;~")}
+    return forms
 
 
 def report_failure(flow: Flow[Any, Any], flow_run: FlowRun, state: State[Any]) -> None:
