@@ -9,7 +9,9 @@ GX's own ``gx/.gitignore``.
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
+import html
 import json
 import os
 import shutil
@@ -127,7 +129,6 @@ def sync_checkpoint(context: FileDataContext, name: str, suite: ExpectationSuite
     """
     load_gx()
     import great_expectations as gx
-    from great_expectations.checkpoint import UpdateDataDocsAction
     from great_expectations.datasource.fluent import PandasDatasource
 
     try:
@@ -156,7 +157,9 @@ def sync_checkpoint(context: FileDataContext, name: str, suite: ExpectationSuite
         gx.Checkpoint(
             name=name,
             validation_definitions=[validation_definition],
-            actions=[UpdateDataDocsAction(name="update_data_docs", site_names=[SITE_NAME])],
+            # No UpdateDataDocsAction: it would render the values as GX stored them;
+            # publish_docs builds the pages from an escaped copy instead.
+            actions=[],
             # SUMMARY keeps up to 20 example values per failed expectation: enough to read,
             # small enough for a corpus of millions of passages.
             result_format="SUMMARY",
@@ -204,6 +207,49 @@ def only_validation_result(
     if len(results) != 1:
         raise RuntimeError(f"checkpoint {name!r} returned {len(results)} results, expected 1")
     return results[0]
+
+
+def escaped_for_docs(value: Any) -> Any:
+    """``value`` (an expectation's ``result``) with every string in it HTML-escaped (pure).
+
+    GX 1.x escapes the parameters of its sentence templates but puts the values it shows in
+    table cells (the unexpected values and their counts, an observed value) into the page
+    as they are: a passage holding ``<img src=x onerror=...>`` became an element and its
+    handler ran when the page was opened. Escaped, it shows as the text it is.
+    """
+    if isinstance(value, str):
+        return html.escape(value, quote=True)
+    if isinstance(value, dict):
+        return {key: escaped_for_docs(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [escaped_for_docs(item) for item in value]
+    return value
+
+
+def publish_docs(
+    context: FileDataContext,
+    result_key: Any,
+    validation: ExpectationSuiteValidationResult,
+    suite_name: str,
+) -> None:
+    """Build the suite's and the result's Data Docs pages from the result with its values
+    escaped (:func:`escaped_for_docs`).
+
+    The escaped copy replaces the stored result (``gx/uncommitted``, kept only for these
+    pages); ``validation`` itself, which the front page and the metrics read, is unchanged.
+    """
+    from great_expectations.data_context.types.resource_identifiers import (
+        ExpectationSuiteIdentifier,
+    )
+
+    escaped = copy.deepcopy(validation)
+    for expectation_result in escaped.results:
+        expectation_result.result = escaped_for_docs(expectation_result.result)
+    context.validation_results_store.set(result_key, escaped)
+    context.build_data_docs(
+        site_names=[SITE_NAME],
+        resource_identifiers=[result_key, ExpectationSuiteIdentifier(name=suite_name)],
+    )
 
 
 def site_page(context: FileDataContext, resource: Any, site_dir: Path) -> str | None:

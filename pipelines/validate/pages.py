@@ -12,6 +12,13 @@ and the icon font. GX's own ``index.html`` is an empty table filled in by
 bootstrap-table's JavaScript, so it is replaced by a static summary page
 (:func:`render_index`, from ``templates/*.html``): every suite, its pass count, every
 expectation with its observed value, and links to GX's validation and suite pages.
+
+The pages show passages of papers, which are anyone's text, so no page may run anything:
+GX's cells get the values already escaped (:mod:`pipelines.validate.gx_context`), and the
+rewriter is the second line: besides every ``<script>`` it drops every ``on…`` handler,
+every ``javascript:``/``vbscript:``/``data:`` URL, the elements that embed another document
+(``iframe``, ``object``, ...) and any ``<meta http-equiv>``, and puts
+:data:`CONTENT_SECURITY_POLICY` first in ``<head>``, as the search page sends it.
 """
 
 from __future__ import annotations
@@ -54,6 +61,22 @@ OFFLINE_CSS = _template_text("offline.css")
 
 # Anchors (<a href="https://...">) stay: they are links, not loaded resources.
 _REMOTE = re.compile(r"^\s*(?:https?:)?//", re.IGNORECASE)
+#: What a report page may load: its own images, styles and fonts (next to it on disk),
+#: nothing else; no script at all, so a handler or URL the rewriter missed still cannot run.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'none'; img-src 'self'; style-src 'self' 'unsafe-inline'; font-src 'self'; "
+    "base-uri 'none'; form-action 'none'"
+)
+CSP_META = f'<meta http-equiv="Content-Security-Policy" content="{CONTENT_SECURITY_POLICY}">'
+# Elements that load or embed another document, or rewrite where links lead: dropped with
+# their attributes (their content, if any, is copied and rewritten like the rest).
+_DROPPED_ELEMENTS = frozenset(
+    {"iframe", "frame", "frameset", "object", "embed", "applet", "base", "portal"}
+)
+# URL schemes that run or smuggle content. Browsers ignore ASCII whitespace and control
+# characters inside a scheme ("java\tscript:"), so they are removed before comparing.
+_ACTIVE_SCHEMES = ("javascript:", "vbscript:", "data:")
+_IGNORED_IN_URLS = re.compile(r"[\x00-\x20\x7f]+")
 # CSS is not HTML: the standard library has no CSS parser and none is installed, and the
 # only construct that loads anything in GX's styles is ``url(...)``, so a pattern for it
 # (in <style> elements, style="" attributes and .css files) is all a parser would give.
@@ -66,7 +89,9 @@ def offline_stylesheet(css: str) -> str:
 
 
 def offline_page(page_html: str, static_images: str, local_images: Sequence[str]) -> str:
-    """``page_html`` with every script, remote stylesheet, CSS url() and remote image removed.
+    """``page_html`` with every script, remote stylesheet, CSS url() and remote image removed,
+    every event handler and active URL dropped (:func:`is_active_attribute`), and
+    :data:`CSP_META` first in ``<head>``.
 
     ``static_images`` is the page's relative path to the site's ``static/images``
     folder; a remote image whose file name is in ``local_images`` points there instead
@@ -104,23 +129,28 @@ class _OfflineRewriter(HTMLParser):
             return
         self.in_style = tag == "style" and not closed
         rewritten = self._rewrite(tag, attrs)
-        if rewritten is None:
-            return
-        if rewritten == attrs:
-            self.out.append(self.get_starttag_text() or "")
-        else:
-            self.out.append(_start_tag(tag, rewritten, closed))
+        if rewritten is not None:
+            if rewritten == attrs:
+                self.out.append(self.get_starttag_text() or "")
+            else:
+                self.out.append(_start_tag(tag, rewritten, closed))
+        if tag == "head":
+            # First in <head>: a policy applies only to what the page holds after it.
+            self.out.append(CSP_META)
 
     def _rewrite(
         self, tag: str, attrs: list[tuple[str, str | None]]
     ) -> list[tuple[str, str | None]] | None:
         """The tag's attributes made local, or None to drop the tag."""
         values = dict(attrs)
+        if tag in _DROPPED_ELEMENTS or (tag == "meta" and "http-equiv" in values):
+            return None  # a page's own http-equiv (a refresh, another policy) goes too
         if tag == "link" and _REMOTE.match(values.get("href") or ""):
             return None
         rewritten = [
             (name, offline_stylesheet(value) if name == "style" and value else value)
             for name, value in attrs
+            if not is_active_attribute(name, value)
         ]
         source = values.get("src") or ""
         if tag == "img" and _REMOTE.match(source):
@@ -137,7 +167,7 @@ class _OfflineRewriter(HTMLParser):
             return
         if tag == "style":
             self.in_style = False
-        if not self.in_script:
+        if not self.in_script and tag not in _DROPPED_ELEMENTS:
             self.out.append(f"</{tag}>")
 
     def handle_data(self, data: str) -> None:
@@ -166,6 +196,19 @@ class _OfflineRewriter(HTMLParser):
     def _copy(self, text: str) -> None:
         if not self.in_script:
             self.out.append(text)
+
+
+def is_active_attribute(name: str, value: str | None) -> bool:
+    """Whether an attribute can run something: an event handler (``onerror``, ``onload``,
+    ...) or a URL with an active scheme (:data:`_ACTIVE_SCHEMES`), in any attribute, since
+    ``href``, ``src``, ``action``, ``formaction``, ``xlink:href`` and SVG's ``to``/``values``
+    all take one. ``value`` is as :class:`HTMLParser` gives it: entities already decoded."""
+    if name.startswith("on"):
+        return True
+    if not value:
+        return False
+    normalised = _IGNORED_IN_URLS.sub("", value).lower()
+    return normalised.startswith(_ACTIVE_SCHEMES) or "javascript:" in normalised
 
 
 def _start_tag(tag: str, attrs: list[tuple[str, str | None]], closed: bool) -> str:
@@ -211,6 +254,7 @@ def render_index(
     passed = sum(section.summary.success for section in sections)
     return _fill(
         "index.html",
+        csp=CSP_META,
         css=OFFLINE_CSS,
         when=_e(run_time.strftime("%Y-%m-%d %H:%M:%S UTC")),
         eval_set=_e(eval_set_line(eval_set)),

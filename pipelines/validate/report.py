@@ -30,6 +30,7 @@ from pipelines.validate.gx_context import (
     clear_previous_run,
     only_validation_result,
     open_context,
+    publish_docs,
     run_id,
     site_page,
     sync_checkpoint,
@@ -142,6 +143,7 @@ def _section(
     )
 
     result_key, validation = only_validation_result(checkpoint_result, name)
+    publish_docs(context, result_key, validation, name)
     rows = [expectation_row(result) for result in validation.results]
     return SuiteSection(
         name=name,
