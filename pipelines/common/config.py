@@ -331,6 +331,12 @@ class TrainParams(_Section):
     logging_steps: Int = FROM_PARAMS_YAML
     max_validation_pairs: Count = FROM_PARAMS_YAML
     save_total_limit: Int = FROM_PARAMS_YAML
+    eval_steps: Count = FROM_PARAMS_YAML
+    best_checkpoint_metric: Literal["mrr@10", "ndcg@10"] = FROM_PARAMS_YAML
+    max_validation_corpus: Count = FROM_PARAMS_YAML
+    mined_negatives: Bool = FROM_PARAMS_YAML
+    # A candidate scoring within this share of the positive's score may be a false negative.
+    mined_negative_margin: Annotated[Float, Range(0, 1, high_open=True)] = FROM_PARAMS_YAML
     # The other train knobs are checked together by pipelines/train/setup.py check_params.
 
 

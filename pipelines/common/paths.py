@@ -61,6 +61,12 @@ class Paths:
         return self.root / "data" / "cache" / "llm"
 
     @property
+    def negatives_cache(self) -> Path:
+        """Hard negatives mined by train, per base model and pairs: kept across runs, not a
+        DVC output."""
+        return self.root / "data" / "cache" / "negatives"
+
+    @property
     def validated(self) -> Path:
         """The tables downstream stages read: the inputs minus quarantined rows."""
         return self.root / "data" / "validated"

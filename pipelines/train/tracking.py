@@ -1,6 +1,7 @@
 """Training logged live to MLflow: one run in the promotion experiment (``promote.experiment``)
-that shows the loss, learning rate, gradient norm and validation loss per logging step
-while the model trains, and that ``mathembed promote`` later logs its decision into.
+that shows the loss, learning rate, gradient norm, validation loss and validation IR score
+(``train.validation_ir.mrr_at_10``, ``...ndcg_at_10``) per logging step while the model
+trains, and that ``mathembed promote`` later logs its decision into.
 
 The run is started before training (:func:`start_training_run`), fed by
 :func:`mlflow_callback` through an ``MlflowClient`` bound to the run id, and ended FINISHED,
@@ -35,6 +36,7 @@ from pipelines.common.config import PromoteParams, TrainParams
 from pipelines.common.interrupts import interrupts_deferred
 from pipelines.common.paths import Paths
 from pipelines.common.redact import redact
+from pipelines.train.validation import MLFLOW_NAMES, trainer_key
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
@@ -50,6 +52,7 @@ TRAINER_METRICS = {
     "grad_norm": "train.grad_norm",
     "epoch": "train.epoch",
     "eval_loss": "train.validation_loss",
+    **{trainer_key(metric): name for metric, name in MLFLOW_NAMES.items()},
 }
 #: MLflow's limit for a param value.
 PARAM_VALUE_LIMIT = 6000

@@ -77,6 +77,8 @@ def toy_params(model_dir: Path, **changes: Any) -> TrainParams:
         logging_steps=1,
         seed=1,
         device="cpu",
+        eval_steps=STEPS_PER_EPOCH,
+        max_validation_corpus=40,
     )
     return replace(params, **changes)
 
