@@ -79,7 +79,7 @@ def validation_set(
         ],
         dtype=object,
     ).drop_duplicates()
-    room = max(0, max_corpus - len(positives))
+    room = max(0, max_corpus - len(positives)) if positives else 0  # no queries: no task
     distractors = training_passages.sample(
         n=min(room, len(training_passages)), random_state=seed
     ).tolist()

@@ -87,6 +87,14 @@ def test_step_line_says_where_training_is_and_how_long_is_left() -> None:
 def test_validation_and_final_lines() -> None:
     line = validation_line({"eval_loss": 0.123456, "epoch": 1.0}, step=5, max_steps=10)
     assert line == "validation loss 0.1235 at step 5/10, epoch 1.00"
+    scored = {"eval_loss": 0.5, "eval_validation_cosine_mrr@10": 0.61234, "epoch": 2.0}
+    assert validation_line(scored, step=10, max_steps=10) == (
+        "validation loss 0.5000, MRR@10 0.6123 at step 10/10, epoch 2.00"
+    )
+    ir_only = {"eval_validation_cosine_ndcg@10": 0.5}
+    assert (
+        validation_line(ir_only, step=3, max_steps=10) == "validation NDCG@10 0.5000 at step 3/10"
+    )
     assert validation_line({"loss": 1.0}, step=5, max_steps=10) is None
     assert finished_line(100, 83.0, 0.25) == (
         "trained 100 steps in 1 min 23 s (0.83 s/step), final loss 0.2500"
@@ -101,8 +109,18 @@ def test_trainer_metrics_keeps_what_a_person_reads() -> None:
         "train.learning_rate": 1e-4,
         "train.epoch": 0.2,
     }
-    assert trainer_metrics({"eval_loss": 0.4, "eval_runtime": 2.0}) == {
-        "train.validation_loss": 0.4
+    evaluation = {
+        "eval_loss": 0.4,
+        "eval_runtime": 2.0,
+        "eval_validation_cosine_mrr@10": 0.5,
+        "eval_validation_cosine_ndcg@10": 0.6,
+        "eval_validation_cosine_recall@10": 0.9,
+    }
+    # MLflow refuses "@" in a key.
+    assert trainer_metrics(evaluation) == {
+        "train.validation_loss": 0.4,
+        "train.validation_ir.mrr_at_10": 0.5,
+        "train.validation_ir.ndcg_at_10": 0.6,
     }
 
 
@@ -135,7 +153,10 @@ def test_training_logs_progress_and_writes_its_own_model_card(
     steps = [STEP_LINE.fullmatch(message) for message in messages]
     seen = [(int(match[1]), int(match[2])) for match in steps if match]
     assert seen == [(step, report.steps) for step in range(1, report.steps + 1)]
-    assert sum("validation loss" in message for message in messages) == 2  # one per epoch
+    # Every eval_steps (one epoch here): the validation loss and the IR scores.
+    validations = [message for message in messages if "train: validation loss" in message]
+    assert len(validations) == 2
+    assert all("MRR@10" in message and "NDCG@10" in message for message in validations)
     assert messages[-1].startswith(f"train: trained {report.steps} steps in ")
     # The trainer's own printer (a dict per log entry on stdout) is gone.
     assert "'loss'" not in capsys.readouterr().out
@@ -148,6 +169,8 @@ def test_training_logs_progress_and_writes_its_own_model_card(
     assert "Unnamed Dataset" not in readme
     assert "Base model:** Unknown" not in readme
     assert "sentence_transformers_model_id" not in readme
+    kept = report.metrics["kept_checkpoint"]
+    assert f"## Checkpoint kept\n\nStep {kept['step']}, by validation MRR@10" in readme
     assert 'SentenceTransformer("models/candidate")' in readme
     assert "# mathembed candidate" in readme
     assert "language:\n- en" in readme
@@ -193,6 +216,13 @@ def test_training_logs_live_to_mlflow_and_names_the_run(
     )
     assert len(client.get_metric_history(run.info.run_id, "train.learning_rate")) == report.steps
     assert len(client.get_metric_history(run.info.run_id, "train.validation_loss")) == 2
+    # The IR score beside the loss, live, as train.json records it.
+    mrr = client.get_metric_history(run.info.run_id, "train.validation_ir.mrr_at_10")
+    assert [(metric.step, metric.value) for metric in mrr] == [
+        (point["step"], pytest.approx(point["mrr@10"])) for point in report.metrics["validation_ir"]
+    ]
+    assert len(mrr) == 2
+    assert run.data.metrics["train.kept_step"] == report.metrics["kept_checkpoint"]["step"]
     assert run.data.metrics["train.pairs_per_second"] > 0
     experiment = client.get_experiment(run.info.experiment_id)
     assert experiment.name == promote.experiment

@@ -1,0 +1,185 @@
+"""The candidate is the checkpoint that retrieved best on the validation queries, not the
+last one: the validation set, the step kept, and a run whose score peaks before the end
+(killed and resumed on the way) keeping that step's weights."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+import torch
+from test_train import STEPS_PER_EPOCH, make_root, toy_params
+from transformers import TrainerCallback
+
+from pipelines.common import io
+from pipelines.common.models import model_fingerprint
+from pipelines.train.card import kept_checkpoint_note
+from pipelines.train.stage import run_train
+from pipelines.train.validation import ir_curve, kept_checkpoint, trainer_key, validation_set
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+PEAK = STEPS_PER_EPOCH  # the first evaluation: the weights are scrambled after it
+
+
+# --------------------------------------------------------------------------- pure parts
+
+
+def test_the_validation_set_is_its_anchors_positives_and_seeded_distractors() -> None:
+    validation = pd.DataFrame(
+        {
+            "anchor": ["ring", "ring", "field"],
+            "positive": ["a ring is ...", "rings again", "a field is ..."],
+        }
+    )
+    train = pd.DataFrame(
+        {
+            "anchor": [f"t{i}" for i in range(20)],
+            "positive": [f"passage {i}" for i in range(20)],
+            "negative": [f"other {i}" for i in range(19)] + ["rings again"],
+        }
+    )
+    task = validation_set(validation, train, max_corpus=10, seed=3)
+
+    assert sorted(task.queries.values()) == ["field", "ring"]
+    by_text = {text: doc_id for doc_id, text in task.corpus.items()}
+    ring = next(qid for qid, text in task.queries.items() if text == "ring")
+    assert task.relevant[ring] == {by_text["a ring is ..."], by_text["rings again"]}
+    # Capped: every validation positive, then distractors up to 10 passages, none repeated
+    # (a training passage equal to a validation positive is that positive, still relevant).
+    assert len(task.corpus) == 10 and task.n_distractors == 7
+    assert len(set(task.corpus.values())) == 10
+    distractors = set(task.corpus.values()) - set(validation["positive"])
+    assert distractors <= set(train["positive"]) | set(train["negative"])
+    # The same seed draws the same corpus; another seed another one.
+    assert validation_set(validation, train, max_corpus=10, seed=3) == task
+    assert validation_set(validation, train, max_corpus=10, seed=4).corpus != task.corpus
+    # More room than passages: all of them. Less room than positives: positives only.
+    assert validation_set(validation, train, max_corpus=999, seed=3).n_distractors == 39
+    assert validation_set(validation, train, max_corpus=1, seed=3).n_distractors == 0
+
+
+def test_the_step_kept_is_the_trainers_best_and_the_card_says_why() -> None:
+    history = [
+        {"loss": 2.0, "step": 1, "epoch": 0.1},
+        {"eval_loss": 1.0, trainer_key("mrr@10"): 0.6, trainer_key("ndcg@10"): 0.5, "step": 5}
+        | {"epoch": 1.0},
+        {"eval_loss": 1.2, trainer_key("mrr@10"): 0.4, trainer_key("ndcg@10"): 0.3, "step": 10}
+        | {"epoch": 2.0},
+    ]
+    curve = ir_curve(history)
+    assert curve == [
+        {"step": 5, "epoch": 1.0, "mrr@10": 0.6, "ndcg@10": 0.5},
+        {"step": 10, "epoch": 2.0, "mrr@10": 0.4, "ndcg@10": 0.3},
+    ]
+    kept = kept_checkpoint(curve, "mrr@10", best_step=5)
+    assert kept is not None
+    assert (kept["step"], kept["score"], kept["last_step"], kept["last_score"]) == (5, 0.6, 10, 0.4)
+    note = kept_checkpoint_note(kept, n_queries=16, n_corpus=40)
+    assert "Step 5, by validation MRR@10 0.6000" in note
+    assert "the last step, 10, scored 0.4000" in note
+    assert "16 queries" in note and "40 passages" in note
+
+    assert kept_checkpoint([], "mrr@10", best_step=None) is None
+    assert "last training step" in kept_checkpoint_note(None, n_queries=0, n_corpus=0)
+
+
+# --------------------------------------------------------------------------- a run
+
+
+class ScrambleAfterPeak(TrainerCallback):
+    """Noise for weights after every step past :data:`PEAK`: every later evaluation scores
+    an unusable model, so the first evaluation's checkpoint is the best one."""
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if state.global_step > PEAK:
+            generator = torch.Generator().manual_seed(state.global_step)
+            with torch.no_grad():
+                for parameter in kwargs["model"].parameters():
+                    parameter.copy_(torch.randn(parameter.shape, generator=generator))
+
+
+class KeepCheckpoints(TrainerCallback):
+    """Copies each checkpoint as it is saved (the run deletes them when it finishes) and
+    notes which checkpoints existed then."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.present: dict[int, list[str]] = {}
+
+    def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        step = state.global_step
+        shutil.copytree(Path(args.output_dir) / f"checkpoint-{step}", self.folder / str(step))
+        self.present[step] = sorted(
+            path.name for path in Path(args.output_dir).glob("checkpoint-*")
+        )
+
+
+class Killed(Exception):
+    """Stands in for the process being killed."""
+
+
+class KillAt(TrainerCallback):
+    def __init__(self, step: int) -> None:
+        self.step = step
+
+    def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if state.global_step == self.step:
+            raise Killed
+
+
+def test_a_score_that_peaks_early_keeps_that_steps_weights_across_a_resume(
+    tiny_bert_dir: Path, tmp_path: Path
+) -> None:
+    paths = make_root(tmp_path)
+    params = toy_params(tiny_bert_dir, epochs=3, save_total_limit=1)
+    copies = KeepCheckpoints(tmp_path / "copies")
+    last = 3 * STEPS_PER_EPOCH
+    with pytest.raises(Killed):
+        run_train(
+            params, paths, progress=False, callbacks=[ScrambleAfterPeak(), copies, KillAt(2 * PEAK)]
+        )
+    report = run_train(params, paths, progress=False, callbacks=[ScrambleAfterPeak(), copies])
+    assert report.resumed_from_step == 2 * PEAK
+
+    metrics = io.read_json(paths.metric_file("train"))
+    scores = {point["step"]: point["mrr@10"] for point in metrics["validation_ir"]}
+    assert list(scores) == [PEAK, 2 * PEAK, last]  # every eval_steps, across the resume
+    assert scores[PEAK] > max(scores[2 * PEAK], scores[last])  # the set-up did its job
+    assert metrics["kept_checkpoint"] == {
+        "step": PEAK,
+        "metric": "mrr@10",
+        "score": scores[PEAK],
+        "last_step": last,
+        "last_score": scores[last],
+        "evaluations": 3,
+        "best_of": "validation IR",
+    }
+    # The candidate is the peak's checkpoint, weight for weight, not the last step's.
+    assert report.fingerprint == model_fingerprint(copies.folder / str(PEAK))
+    assert report.fingerprint != model_fingerprint(copies.folder / str(last))
+    # save_total_limit=1 kept the newest checkpoint (to resume from) and spared the best.
+    assert copies.present[2 * PEAK] == [f"checkpoint-{2 * PEAK}", f"checkpoint-{PEAK}"]
+    assert copies.present[last] == [f"checkpoint-{last}", f"checkpoint-{PEAK}"]
+    assert not list(paths.checkpoints.glob("checkpoint-*"))
+
+    readme = (paths.candidate / "README.md").read_text(encoding="utf-8")
+    assert f"Step {PEAK}, by validation MRR@10 {scores[PEAK]:.4f}" in readme
+    assert f"the last step, {last}, scored {scores[last]:.4f}" in readme
+
+
+def test_without_validation_pairs_the_last_step_is_kept(
+    tiny_bert_dir: Path, tmp_path: Path
+) -> None:
+    from test_train import toy_pairs
+
+    paths = make_root(tmp_path, toy_pairs().query("split == 'train'"))
+    report = run_train(toy_params(tiny_bert_dir, max_steps=2), paths, progress=False)
+    assert report.metrics["kept_checkpoint"] is None
+    assert report.metrics["validation_ir"] == []
+    assert report.metrics["validation_set"] == {"queries": 0, "corpus": 0, "distractors": 0}
+    readme = (paths.candidate / "README.md").read_text(encoding="utf-8")
+    assert "no validation queries, so the last step was kept" in readme
