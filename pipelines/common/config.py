@@ -257,6 +257,9 @@ class PrepareParams(_Section):
     chunk_chars: Int = FROM_PARAMS_YAML
     overlap_chars: Int = FROM_PARAMS_YAML
     min_chunk_chars: Int = FROM_PARAMS_YAML
+    # One paper's cleaning, in a worker process that is stopped past it (issue 23); at most
+    # the flow's hour for the data stages, which it exists to protect.
+    paper_timeout_seconds: Annotated[Float, Range(1, 3600)] = FROM_PARAMS_YAML
 
 
 @_config_errors

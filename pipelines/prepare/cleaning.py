@@ -1,24 +1,23 @@
-"""Cleaning papers: one paper's rows (or why it has none), and many papers in order, in a
-process pool when there are enough of them."""
+"""Cleaning papers: one paper's rows (or why it has none), and many papers in order, each
+in a worker process with a time budget (more workers when there are enough papers)."""
 
 from __future__ import annotations
 
-import multiprocessing
-from collections.abc import Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+import functools
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from pipelines.common.config import PrepareParams
+from pipelines.common.isolation import Failure, run_isolated
 from pipelines.prepare.chunker import Chunk
 from pipelines.prepare.cleaner import prepare_document
 from pipelines.prepare.converter import clean_inline, clean_paragraphs
 from pipelines.prepare.raw_store import RawPaper
 from pipelines.prepare.statements import Statement
 
-# Below this many papers to clean, a process pool costs more than it saves.
+# Below this many papers to clean, more than one worker costs more than it saves.
 MIN_PAPERS_FOR_POOL = 400
-POOL_BATCH = 256  # papers handed to the pool at a time (bounds memory)
 
 
 @dataclass(frozen=True)
@@ -98,21 +97,18 @@ def _run_job(job: Job, params: PrepareParams) -> PaperOutput:
     return prepare_paper(job.raw, source, job.content_hash, params)
 
 
-def _run_batch(jobs: Sequence[Job], params: PrepareParams) -> list[PaperOutput]:
-    return [_run_job(job, params) for job in jobs]
-
-
-def clean_in_order(jobs: list[Job], params: PrepareParams, workers: int) -> Iterator[PaperOutput]:
-    """Clean ``jobs`` in order, in a process pool when there are enough of them."""
-    if workers <= 1 or len(jobs) < MIN_PAPERS_FOR_POOL:
-        for job in jobs:
-            yield _run_job(job, params)
-        return
-    # spawn, not fork: the parent may hold threads (tqdm's monitor) that fork would copy.
-    context = multiprocessing.get_context("spawn")
-    batch = max(1, min(POOL_BATCH, len(jobs) // (4 * workers) or 1))
-    batches = [jobs[start : start + batch] for start in range(0, len(jobs), batch)]
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as executor:
-        # Executor.map keeps the input order, so the output is deterministic.
-        for outputs in executor.map(_run_batch, batches, [params] * len(batches)):
-            yield from outputs
+def clean_in_order(
+    jobs: list[Job], params: PrepareParams, workers: int
+) -> Iterator[PaperOutput | Failure]:
+    """Clean ``jobs`` in order, each in a worker process stopped once it has cleaned one
+    paper for ``params.paper_timeout_seconds``. A paper whose cleaning raises, kills its
+    worker or runs out of time comes back as a :class:`Failure` and the others go on
+    (:mod:`pipelines.common.isolation`). ``workers`` processes from
+    :data:`MIN_PAPERS_FOR_POOL` papers on, one below."""
+    yield from run_isolated(
+        functools.partial(_run_job, params=params),
+        jobs,
+        workers=workers if len(jobs) >= MIN_PAPERS_FOR_POOL else 1,
+        timeout_seconds=params.paper_timeout_seconds,
+        preload=(__name__,),
+    )

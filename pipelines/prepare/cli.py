@@ -16,7 +16,10 @@ from pipelines.common.cli import (
 
 WorkersOption = Annotated[
     int | None,
-    typer.Option("--workers", help="Processes for cleaning (default: one per CPU; 1 = no pool)."),
+    typer.Option(
+        "--workers",
+        help="Worker processes for cleaning (default: one per CPU; one below 400 papers).",
+    ),
 ]
 
 

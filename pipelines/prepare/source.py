@@ -8,7 +8,11 @@ to the end of its paragraph, as TeX's "Runaway argument" does, and the repair is
 
 from __future__ import annotations
 
+import bisect
 import re
+import threading
+from array import array
+from collections import OrderedDict
 
 ARG_SCAN_LIMIT = 20_000  # characters searched for an argument's closing brace
 OPTIONAL_SCAN_LIMIT = 1_000  # characters searched for an [optional] argument's "]"
@@ -81,7 +85,18 @@ _NEXT_PARAGRAPH = re.compile(r"\n[ \t]*\n")
 
 
 def _group_end(text: str, open_pos: int) -> int:
-    """Index of the ``}`` matching the ``{`` at ``open_pos``, or -1 if it never closes."""
+    """Index of the ``}`` matching the ``{`` at ``open_pos``, or -1 if it never closes.
+
+    A closer further than ARG_SCAN_LIMIT characters away does not count (the argument is
+    then a runaway). The first search in a text reads forward as TeX does; once one in a
+    text has failed, every later one is answered from that text's brace index, built in
+    one pass: thousands of arguments that never close cost one pass, not 20,000
+    characters each (issue 23, finding 1).
+    """
+    index = _indexes.get(text)
+    if index is not None:
+        close = index.close_of(open_pos)
+        return close if 0 <= close < open_pos + ARG_SCAN_LIMIT else -1
     depth = 0
     limit = min(len(text), open_pos + ARG_SCAN_LIMIT)
     for match in _BRACE_SCAN.finditer(text, open_pos, limit):
@@ -91,8 +106,124 @@ def _group_end(text: str, open_pos: int) -> int:
         elif char == "}":
             depth -= 1
             if depth == 0:
+                _count_scanned(match.end() - open_pos)
                 return match.start()
+    _count_scanned(limit - open_pos)
+    _indexes.add(text)
     return -1
+
+
+class BraceIndex:
+    """Where each ``{`` of one text is closed, found in one pass over the text.
+
+    Answers what :func:`_group_end`'s forward search would (without its distance limit)
+    for every ``{``, an escaped ``\\{`` included (``\\def\\a\\{`` can point one at
+    it): a real brace closes at its match; an escaped one where the group around it
+    closes, or at the next ``}`` that closes nothing. Positions are kept in two integer
+    arrays, 16 bytes a brace.
+    """
+
+    def __init__(self, text: str) -> None:
+        opens: array[int] = array("q")
+        closes: array[int] = array("q")
+        stack: list[int] = []  # indexes into opens of the real groups open here
+        waiting_on: dict[int, list[int]] = {}  # open group -> escaped braces it closes
+        waiting_unmatched: list[int] = []  # escaped braces outside every group
+        for match in _BRACE_SCAN.finditer(text):
+            token = match.group()
+            if token == "{":
+                stack.append(len(opens))
+                opens.append(match.start())
+                closes.append(-1)
+            elif token == "}":
+                if stack:
+                    group = stack.pop()
+                    closes[group] = match.start()
+                    for escaped in waiting_on.pop(group, ()):
+                        closes[escaped] = match.start()
+                else:
+                    for escaped in waiting_unmatched:
+                        closes[escaped] = match.start()
+                    waiting_unmatched.clear()
+            elif token == "\\{":
+                escaped = len(opens)
+                opens.append(match.start() + 1)
+                closes.append(-1)
+                if stack:
+                    waiting_on.setdefault(stack[-1], []).append(escaped)
+                else:
+                    waiting_unmatched.append(escaped)
+        _count_scanned(len(text))
+        self._opens = opens
+        self._closes = closes
+
+    def close_of(self, open_pos: int) -> int:
+        """Where the ``{`` at ``open_pos`` closes; -1 if it never does."""
+        found = bisect.bisect_left(self._opens, open_pos)
+        if found < len(self._opens) and self._opens[found] == open_pos:
+            return self._closes[found]
+        return -1  # pragma: no cover - callers only ask at a "{"
+
+
+class _IndexCache:
+    """The brace indexes of the last few texts searched, by the text's identity.
+
+    A text is known by its id, length and hash (a str caches its hash, so asking again is
+    free), never kept alive by the cache. Sixteen covers the texts one document has in
+    use at once: the body, the preamble and the titles being cleaned inside titles.
+    """
+
+    SIZE = 16
+
+    def __init__(self) -> None:
+        self._entries: OrderedDict[tuple[int, int, int], BraceIndex] = OrderedDict()
+        self._lock = threading.Lock()  # the cleaner is a library: callers may use threads
+
+    @staticmethod
+    def _key(text: str) -> tuple[int, int, int]:
+        return id(text), len(text), hash(text)
+
+    def get(self, text: str) -> BraceIndex | None:
+        if not self._entries:
+            return None
+        key = self._key(text)
+        with self._lock:
+            index = self._entries.get(key)
+            if index is not None:
+                self._entries.move_to_end(key)
+        return index
+
+    def add(self, text: str) -> None:
+        index = BraceIndex(text)
+        with self._lock:
+            self._entries[self._key(text)] = index
+            while len(self._entries) > self.SIZE:
+                self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+_indexes = _IndexCache()
+_scanned = [0]  # characters read looking for closing braces (a list: no global statement)
+
+
+def _count_scanned(chars: int) -> None:
+    _scanned[0] += chars
+
+
+def characters_scanned() -> int:
+    """Characters read so far, in this process, looking for arguments' closing braces.
+
+    For the tests and the benchmark that check this work stays linear in the source.
+    """
+    return _scanned[0]
+
+
+def forget_brace_indexes() -> None:
+    """Drop the cached brace indexes (a measurement that must start cold)."""
+    _indexes.clear()
 
 
 def _bracket_end(text: str, open_pos: int) -> int:
@@ -122,7 +253,9 @@ def _bracket_end(text: str, open_pos: int) -> int:
 def runaway_end(text: str, pos: int) -> int:
     """Where an argument that never closes ends: at the next blank line, as in TeX."""
     match = _NEXT_PARAGRAPH.search(text, pos)
-    return match.start() if match else len(text)
+    end = match.start() if match else len(text)
+    _count_scanned(end - pos)
+    return end
 
 
 def skip_spaces(text: str, pos: int) -> int:

@@ -12,12 +12,17 @@ the tables and the cache in :mod:`~pipelines.prepare.outputs`.
   its length.
 * A paper whose source cannot be used (missing, binary, nothing left after cleaning)
   goes to ``data/quarantine/prepare/`` with the reason; the run goes on.
+* So does a paper whose cleaning raises, kills its worker or runs past
+  ``prepare.paper_timeout_seconds``: each paper is cleaned in a worker process that is
+  stopped at the budget (:func:`~pipelines.prepare.cleaning.clean_in_order`). The budget
+  is recorded with the paper, and a later run with a larger one cleans it again.
 
 Incremental: the previous outputs are the cache. They carry, in their Parquet schema
 metadata, a fingerprint of the cleaner version and the chunking knobs; a paper whose
 (paper_id, version, content_hash) is already in them under the same fingerprint is
 copied over, not redone. A paper quarantined earlier under the same fingerprint and
-hash is counted again without redoing it. So a nightly run with 1 % new papers costs
+hash is counted again without redoing it (unless it ran out of a time budget that has grown
+since). So a nightly run with 1 % new papers costs
 a scan of the raw store's metadata and hashes, 1 % of the cleaning and one rewrite of
 the tables; a run with nothing new leaves the tables untouched.
 
@@ -27,9 +32,11 @@ Counts add up: ``papers_in = prepared + reused + quarantined + withdrawn`` and
 
 from __future__ import annotations
 
+import logging
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no type information
 import pyarrow.compute as pc  # type: ignore[import-untyped]
@@ -43,6 +50,7 @@ from pipelines.common.io import (
     read_json,
     write_json,
 )
+from pipelines.common.isolation import Failure
 from pipelines.common.paths import Paths
 from pipelines.prepare.cleaning import Job, clean_in_order
 from pipelines.prepare.outputs import (
@@ -58,6 +66,10 @@ from pipelines.prepare.raw_store import RawPaper, content_hash, latest_versions,
 
 STAGE = "prepare"
 HASH_THREADS = 4
+#: The knob a paper that ran out of time is recorded with (so a larger one retries it).
+TIME_BUDGET = "prepare.paper_timeout_seconds"
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -94,7 +106,19 @@ def validate_params(params: PrepareParams) -> None:
         )
 
 
-def _quarantined_before(paths: Paths, raw: RawPaper, digest: str, current_fingerprint: str) -> bool:
+def budget_raised(details: dict[str, Any], params: PrepareParams) -> bool:
+    """Whether the time budget a paper ran out of (its record's ``details``) is larger now."""
+    refused_at = details.get("limit_value")
+    return (
+        details.get("limit") == TIME_BUDGET
+        and isinstance(refused_at, int | float)
+        and params.paper_timeout_seconds > refused_at
+    )
+
+
+def _quarantined_before(
+    paths: Paths, raw: RawPaper, digest: str, current_fingerprint: str, params: PrepareParams
+) -> bool:
     record_path = quarantine_record_path(paths.quarantine, STAGE, raw.key)
     if not record_path.is_file():
         return False
@@ -103,7 +127,9 @@ def _quarantined_before(paths: Paths, raw: RawPaper, digest: str, current_finger
     except (OSError, ValueError, AttributeError):
         return False
     return bool(
-        details.get("content_hash") == digest and details.get("fingerprint") == current_fingerprint
+        details.get("content_hash") == digest
+        and details.get("fingerprint") == current_fingerprint
+        and not budget_raised(details, params)
     )
 
 
@@ -121,7 +147,7 @@ def _plan(
     latest: list[RawPaper],
     previous: PreviousOutputs | None,
     paths: Paths,
-    current_fingerprint: str,
+    params: PrepareParams,
     progress: bool,
 ) -> _Plan:
     candidates = [raw for raw in latest if raw.source_kind != "withdrawn"]
@@ -136,6 +162,7 @@ def _plan(
         )
         hashed = [Job(raw, digest) for raw, digest in zip(candidates, digests, strict=True)]
     plan = _Plan([], [], len(latest) - len(candidates), 0)
+    current_fingerprint = fingerprint(params)
     for job in hashed:
         raw = job.raw
         if previous is not None and previous.hashes.get(raw.paper_id) == (
@@ -143,11 +170,28 @@ def _plan(
             job.content_hash,
         ):
             plan.reused.append(job)
-        elif _quarantined_before(paths, raw, job.content_hash, current_fingerprint):
+        elif _quarantined_before(paths, raw, job.content_hash, current_fingerprint, params):
             plan.quarantined_before += 1
         else:
             plan.jobs.append(job)
     return plan
+
+
+def failure_reason(failure: Failure, params: PrepareParams) -> tuple[str, dict[str, Any]]:
+    """The quarantine reason of a paper whose cleaning failed, and what to record with it."""
+    if failure.kind == "timeout":
+        reason = (
+            f"cleaning {failure.detail} (params.yaml {TIME_BUDGET}: "
+            f"{params.paper_timeout_seconds:g}); a run with a larger budget retries it"
+        )
+        return reason, {
+            "failure": failure.kind,
+            "limit": TIME_BUDGET,
+            "limit_value": params.paper_timeout_seconds,
+        }
+    if failure.kind == "died":
+        return f"cleaning failed: {failure.detail} (out of memory?)", {"failure": failure.kind}
+    return f"cleaning raised {failure.detail}", {"failure": failure.kind}
 
 
 @dataclass
@@ -177,24 +221,27 @@ def _clean(
         disable=None if progress else True,
     )
     for job, output in zip(jobs, outputs, strict=True):
+        details = {
+            "paper_id": job.raw.paper_id,
+            "version": job.raw.version,
+            "folder": str(job.raw.folder),
+            "content_hash": job.content_hash,
+            "fingerprint": current_fingerprint,
+        }
+        if isinstance(output, Failure):
+            cleaned.quarantined += 1
+            reason, extra = failure_reason(output, params)
+            logger.warning("prepare: quarantined %s: %s", job.raw.key, reason)
+            quarantine(paths.quarantine, STAGE, job.raw.key, reason, details=details | extra)
+            continue
         cleaned.with_problems += bool(output.problems)
         if output.fatal is not None:
             cleaned.quarantined += 1
-            quarantine(
-                paths.quarantine,
-                STAGE,
-                job.raw.key,
-                output.fatal,
-                details={
-                    "paper_id": job.raw.paper_id,
-                    "version": job.raw.version,
-                    "folder": str(job.raw.folder),
-                    "content_hash": job.content_hash,
-                    "fingerprint": current_fingerprint,
-                    "problems": list(output.problems),
-                },
-            )
+            details["problems"] = list(output.problems)
+            quarantine(paths.quarantine, STAGE, job.raw.key, output.fatal, details=details)
             continue
+        # Cleaned now: a record left by an earlier run (one out of time) no longer holds.
+        quarantine_record_path(paths.quarantine, STAGE, job.raw.key).unlink(missing_ok=True)
         cleaned.prepared += 1
         cleaned.short_chunks_dropped += output.short_chunks_dropped
         cleaned.rows.add(output)
@@ -206,9 +253,10 @@ def run_prepare(
 ) -> PrepareReport:
     """Run the stage once over ``paths.raw``; see the module docstring.
 
-    ``workers`` (default: one per CPU) processes clean the papers when there are at least
-    :data:`~pipelines.prepare.cleaning.MIN_PAPERS_FOR_POOL` of them. The pool uses the
-    ``spawn`` start method, so a script that calls this with workers > 1 needs the usual
+    Papers are cleaned in worker processes (:mod:`pipelines.common.isolation`): ``workers``
+    of them (default: one per CPU) when there are at least
+    :data:`~pipelines.prepare.cleaning.MIN_PAPERS_FOR_POOL` papers, one otherwise. They
+    are forked from a ``forkserver``, so a script that calls this needs the usual
     ``if __name__ == "__main__":`` guard.
     """
     validate_params(params)
@@ -220,7 +268,7 @@ def run_prepare(
         quarantine(paths.quarantine, STAGE, item, f"invalid meta: {reason}")
     latest = latest_versions(found)
     previous = load_previous(paths.processed, current_fingerprint)
-    plan = _plan(latest, previous, paths, current_fingerprint, progress)
+    plan = _plan(latest, previous, paths, params, progress)
     counts = {
         "folders_seen": folders_seen,
         "invalid_meta": len(invalid),

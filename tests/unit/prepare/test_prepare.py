@@ -18,7 +18,7 @@ from pipelines.common.config import ConfigError, PrepareParams
 from pipelines.common.io import quarantined, read_json, safe_name
 from pipelines.common.paths import Paths
 from pipelines.common.tables import CHUNKS_SCHEMA, PAPERS_SCHEMA, STATEMENTS_SCHEMA
-from pipelines.prepare import cleaning, outputs
+from pipelines.prepare import cleaning, outputs, stage
 from pipelines.prepare.outputs import fingerprint, load_previous
 from pipelines.prepare.stage import PrepareReport, run_prepare
 
@@ -228,17 +228,18 @@ def test_two_fresh_runs_give_identical_outputs(tmp_path: Path) -> None:
 
 
 class CountingPrepare:
-    """Wraps prepare_paper to count how many papers a run actually cleans."""
+    """Counts the papers a run hands to its workers to clean (they clean in other
+    processes, so the count is taken here, where the jobs are sent)."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.papers: list[str] = []
-        original = cleaning.prepare_paper
+        original = stage.clean_in_order
 
-        def counting(raw: Any, *args: Any, **kwargs: Any) -> Any:
-            self.papers.append(raw.key)
-            return original(raw, *args, **kwargs)
+        def counting(jobs: list[cleaning.Job], *args: Any, **kwargs: Any) -> Any:
+            self.papers.extend(job.raw.key for job in jobs)
+            return original(jobs, *args, **kwargs)
 
-        monkeypatch.setattr(cleaning, "prepare_paper", counting)
+        monkeypatch.setattr(stage, "clean_in_order", counting)
 
 
 def test_rerun_does_no_work_and_changes_nothing(
