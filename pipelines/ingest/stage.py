@@ -8,6 +8,12 @@ extracts the LaTeX and stores it under ``data/raw/<paper>/v<version>/`` — ``ep
 ``meta.json`` is an interrupted write that the next run redoes. Rejections go to
 ``data/quarantine/ingest/`` with their reason and the run goes on.
 
+Each listed entry is a unit: an unreadable entry, an e-print the client cannot use (a
+redirect loop, a malformed header), an error page served in its place, or any other
+error while handling it quarantines that entry alone; only a failing listing or local
+file system stops the run. An entry dated after the run's window (``2099-01-01``) is
+refused and never becomes the watermark, which would leave every later window empty.
+
 The watermark (``data/raw/watermark.json``) moves only over papers that are safely
 handled, and stops at the first download that failed (those are retried next run), so
 a run killed at any point resumes without refetching what it has and without skipping

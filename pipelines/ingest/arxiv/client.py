@@ -397,8 +397,9 @@ class ArxivClient:
                 reply = self._send(url, params)
             except _TRANSIENT_ERRORS:
                 raise  # tenacity retries these
-            except (requests.RequestException, ValueError) as error:
-                # Not worth retrying now, but upstream may answer properly on a later run.
+            except requests.RequestException as error:
+                # A redirect loop, a redirect to file://: not worth retrying now, but
+                # upstream may answer properly on a later run.
                 raise ArxivError(
                     f"GET {full_url}: the answer could not be used ({type(error).__name__}: "
                     f"{error}); an upstream or network problem, retried on a later run",
@@ -474,7 +475,15 @@ class ArxivClient:
             return _Reply(response.status_code, response.headers, body)
 
     def _read_body(self, response: requests.Response, deadline: float) -> bytes:
-        expected = parse_content_length(response.headers.get("Content-Length"))
+        try:
+            expected = parse_content_length(response.headers.get("Content-Length"))
+        except ValueError as error:
+            raise ArxivError(
+                f"GET {response.url}: {error}; an upstream or network problem, retried on a "
+                "later run",
+                url=str(response.url),
+                status=response.status_code,
+            ) from error
         if expected is not None and expected > self.max_body_bytes:
             raise ArxivError(
                 f"GET {response.url}: body of {expected} bytes exceeds {self.max_body_bytes}",
