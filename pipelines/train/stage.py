@@ -58,15 +58,16 @@ run ends FINISHED/FAILED/KILLED with the training, and the candidate carries
 
 ``torch``, ``transformers`` and ``sentence_transformers`` are imported inside functions,
 after the command (:mod:`pipelines.train.cli`) has applied the offline switches. The
-pieces of a run are in :mod:`pipelines.train.setup`; resuming in
-:mod:`pipelines.train.checkpoints`.
+pieces of a run are in :mod:`pipelines.train.setup`, its callbacks in
+:mod:`pipelines.train.callbacks`, resuming in :mod:`pipelines.train.checkpoints`, the
+checkpoint kept in :mod:`pipelines.train.validation`, mined negatives in
+:mod:`pipelines.train.negatives`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-import math
 import os
 import shutil
 import sys
@@ -84,10 +85,15 @@ from pipelines.common.config import TrainParams
 from pipelines.common.models import ModelLoadError, data_hash, load_base_model, model_fingerprint
 from pipelines.common.paths import MODEL_METADATA_FILE, TRAINING_RUN_FILE, Paths
 from pipelines.common.tables import TABLES
+from pipelines.train.callbacks import RunLog, bars_on_terminal_only, observer
 from pipelines.train.card import card_data, describe_model, kept_checkpoint_note, show_kept_scores
-from pipelines.train.checkpoints import RUN_FILE, checkpoint_step, prepare_checkpoints
+from pipelines.train.checkpoints import (
+    RUN_FILE,
+    checkpoint_step,
+    disk_errors,
+    prepare_checkpoints,
+)
 from pipelines.train.negatives import mine_training_negatives
-from pipelines.train.progress import finished_line, step_line, validation_line
 from pipelines.train.setup import (
     Precision,
     TrainError,
@@ -125,7 +131,7 @@ from pipelines.train.validation import (
 if TYPE_CHECKING:
     from datasets import Dataset  # type: ignore[import-untyped]  # datasets ships no types
     from sentence_transformers import SentenceTransformer
-    from transformers import Trainer, TrainerCallback
+    from transformers import TrainerCallback
 
 logger = logging.getLogger(__name__)
 
@@ -151,84 +157,6 @@ class TrainReport:
     final_loss: float | None
     validation_loss: float | None
     metrics: dict[str, Any] = field(repr=False)
-
-
-@dataclass
-class _RunLog:
-    start_step: int = 0
-    end_step: int = 0
-    step_seconds: float = 0.0
-    started: float = 0.0
-    last_loss: float | None = None
-
-
-def _observer(run_log: _RunLog) -> TrainerCallback:
-    """Times optimisation steps, logs progress (:mod:`pipelines.train.progress`) and stops
-    the run at the first NaN or infinite loss."""
-    from transformers import TrainerCallback
-
-    class Observer(TrainerCallback):
-        def __init__(self) -> None:
-            self._step_started = 0.0
-
-        def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-            run_log.start_step = run_log.end_step = int(state.global_step)
-            run_log.started = time.perf_counter()
-
-        def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-            self._step_started = time.perf_counter()
-
-        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-            run_log.step_seconds += time.perf_counter() - self._step_started
-            run_log.end_step = int(state.global_step)
-
-        def on_log(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-            logs = kwargs.get("logs") or {}
-            for key in ("loss", "eval_loss"):
-                value = logs.get(key)
-                if value is not None and not math.isfinite(float(value)):
-                    raise TrainError(
-                        f"training diverged: {key} is {value} at step {state.global_step}; "
-                        "no candidate was written. Lower train.learning_rate, or train in "
-                        "fp32/bf16 instead of fp16, and rerun"
-                    )
-            step, max_steps = int(state.global_step), int(state.max_steps)
-            elapsed = time.perf_counter() - run_log.started
-            line = step_line(
-                logs,
-                step=step,
-                max_steps=max_steps,
-                first_step=run_log.start_step,
-                elapsed=elapsed,
-            ) or validation_line(logs, step=step, max_steps=max_steps)
-            if "loss" in logs:
-                run_log.last_loss = float(logs["loss"])
-            if line:
-                logger.info("train: %s", line)
-
-        def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-            steps = int(state.global_step) - run_log.start_step
-            elapsed = time.perf_counter() - run_log.started
-            logger.info("train: %s", finished_line(steps, elapsed, run_log.last_loss))
-
-    return Observer()
-
-
-def _bars_on_terminal_only(trainer: Trainer, progress: bool) -> None:
-    """The trainer's bar without its printed log dicts (our log lines say it better), and
-    no printing at all without a bar (the trainer's fallback prints every log entry)."""
-    from transformers.trainer_callback import PrinterCallback, ProgressCallback
-
-    trainer.remove_callback(PrinterCallback)
-    if trainer.pop_callback(ProgressCallback) is not None and progress:
-
-        class BarOnly(ProgressCallback):
-            def on_log(
-                self, args: Any, state: Any, control: Any, logs: Any = None, **kwargs: Any
-            ) -> None:
-                return None
-
-        trainer.add_callback(BarOnly())
 
 
 def _to_dataset(frame: pd.DataFrame) -> Dataset:
@@ -314,19 +242,16 @@ def _train(
     if dimension is None:
         raise ModelLoadError(f"base model {params.base_model!r} does not report its dimension")
     dims = resolve_matryoshka_dims(params.matryoshka_dims, dimension)
+    # Distractors from the passages the pairs stage wrote: one validation task, mined or not.
+    task = validation_set(
+        validation_pairs, train_pairs, max_corpus=params.max_validation_corpus, seed=params.seed
+    )
     mining = None
     if params.mined_negatives:
         mining = mine_training_negatives(
             model, pairs, params=params, cache_dir=paths.negatives_cache, pairs_hash=pairs_hash
         )
         train_pairs, _ = split_pairs(mining.pairs, pairs_path)
-    # Distractors are drawn from the pairs as the pairs stage wrote them, mined or not.
-    task = validation_set(
-        validation_pairs,
-        split_pairs(pairs, pairs_path)[0],
-        max_corpus=params.max_validation_corpus,
-        seed=params.seed,
-    )
     evaluator = (
         build_evaluator(task, batch_size=params.batch_size, metric=params.best_checkpoint_metric)
         if task.queries
@@ -357,7 +282,7 @@ def _train(
             n_validation_pairs=len(validation_pairs) if eval_batch_size else 0,
         ),
     )
-    run_log = _RunLog()
+    run_log = RunLog()
     tracking_callbacks = [mlflow_callback(tracking)] if tracking else []
     trainer = SentenceTransformerTrainer(
         model=model,
@@ -366,19 +291,18 @@ def _train(
         eval_dataset=_to_dataset(validation_pairs) if eval_batch_size else None,
         loss=build_loss(model, params, dims),
         evaluator=evaluator,
-        callbacks=[_observer(run_log), *tracking_callbacks, *callbacks],
+        callbacks=[observer(run_log), *tracking_callbacks, *callbacks],
     )
-    _bars_on_terminal_only(trainer, bars)
-    trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
+    bars_on_terminal_only(trainer, bars)
+    with disk_errors(checkpoint_folder):
+        trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
 
     train_curve, validation_curve = loss_curves(trainer.state.log_history)
     validation_ir = ir_curve(trainer.state.log_history)
     kept = kept_checkpoint(
         validation_ir,
         params.best_checkpoint_metric,
-        best_step=checkpoint_step(Path(best))
-        if (best := trainer.state.best_model_checkpoint)
-        else None,
+        best_step=trainer.state.best_global_step if evaluator is not None else None,
     )
     if evaluator is not None and kept is not None:
         show_kept_scores(trainer.model, evaluator, trainer.state.log_history, kept["step"])
@@ -395,15 +319,16 @@ def _train(
     }
     output = paths.candidate
     extra_files = {TRAINING_RUN_FILE: run_record(tracking)} if tracking else {}
-    fingerprint = _publish_candidate(
-        trainer.model,
-        output,
-        metadata,
-        extra_files,
-        card_note=kept_checkpoint_note(
-            kept, n_queries=len(task.queries), n_corpus=len(task.corpus)
-        ),
-    )
+    with disk_errors(output.parent):
+        fingerprint = _publish_candidate(
+            trainer.model,
+            output,
+            metadata,
+            extra_files,
+            card_note=kept_checkpoint_note(
+                kept, n_queries=len(task.queries), n_corpus=len(task.corpus)
+            ),
+        )
     for path in checkpoint_folder.glob("checkpoint-*"):
         shutil.rmtree(path)
     (checkpoint_folder / RUN_FILE).unlink(missing_ok=True)
