@@ -221,8 +221,11 @@ class SampleParams(_Section):
     section: ClassVar[str] = "sample"
 
     # "stacks-project": the embedded real chapters (corpora/stacks-project/); "synthetic":
-    # the generator, for fault tests and scale runs (n_papers and seed apply to it only).
-    corpus: Literal["stacks-project", "synthetic"] = FROM_PARAMS_YAML
+    # the generator, for fault tests and scale runs (n_papers and seed apply to it only);
+    # "blueprints": the Lean blueprint projects in blueprints_dir (a folder outside the
+    # checkout, so a path: relative to the project root).
+    corpus: Literal["stacks-project", "synthetic", "blueprints"] = FROM_PARAMS_YAML
+    blueprints_dir: Annotated[Str, NonEmpty()] = FROM_PARAMS_YAML
     n_papers: Count = FROM_PARAMS_YAML
     seed: Seed = FROM_PARAMS_YAML
     start_date: Annotated[Str, IsoDate()] = FROM_PARAMS_YAML

@@ -28,6 +28,7 @@ from pipelines.prepare.source import (
     read_optional,
     skip_spaces,
 )
+from pipelines.prepare.vocabulary import BLUEPRINT_MARKUP
 
 MAX_EXPANSION_PASSES = 10
 MAX_EXPANSION_GROWTH = 4  # expanded body may be at most this many times the original (+64 KiB)
@@ -68,7 +69,7 @@ _PROTECTED = name_set(
     "begin end section subsection subsubsection paragraph chapter part label ref cite item "
     "newcommand renewcommand providecommand def gdef edef xdef let newenvironment newtheorem "
     "documentclass usepackage input include ensuremath text"
-)
+).union(BLUEPRINT_MARKUP)  # dropped by the converter, however a paper defines them
 
 _DEFINITION = re.compile(
     r"\\(?:(?P<cmd>newcommand|renewcommand|providecommand|DeclareRobustCommand"

@@ -17,8 +17,22 @@ LAYOUT_ARGUMENTS = {
     "href": 1, "textcolor": 1, "colorbox": 1, "scalebox": 1, "resizebox": 2, "raisebox": 1,
     "fcolorbox": 2, "parbox": 1, "rotatebox": 1, "hyperref": 0,
 }  # fmt: skip
+# Lean blueprint markup: links to the Lean code (\lean, \leanok, \mathlibok), the
+# dependency graph (\uses, \proves), the project's planning (\notready, \discussion: an
+# issue number) and, in the analytic number theory exponent database (teorth/expdb), to
+# its Python code (\literature \code{name}, \python{file}, ...). None of it is
+# mathematics: dropped with its arguments (name → mandatory arguments), also where the
+# paper defines it (macros.py leaves these to the converter: print.tex's no-op
+# definitions differ from project to project and web.tex has none).
+BLUEPRINT_MARKUP: dict[str, int] = {
+    **dict.fromkeys(name_set("uses lean proves discussion python code"), 1),
+    **dict.fromkeys(
+        name_set("leanok mathlibok notready literature derived nopython unintegrated"), 0
+    ),
+}
 # Commands dropped with their arguments: name → number of mandatory arguments.
 DROP_COMMANDS: dict[str, int] = {
+    **BLUEPRINT_MARKUP,
     **dict.fromkeys(
         name_set(
             "label vspace hspace bibliographystyle bibliography pagestyle thispagestyle "

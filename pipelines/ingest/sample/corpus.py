@@ -186,7 +186,7 @@ _TITLE = re.compile(r"\\title\s*\{(?P<title>[^{}]*(?:\{[^{}]*\}[^{}]*)*)\}")
 _BEGIN_DOCUMENT = re.compile(r"\\begin\s*\{document\}")
 _INTRODUCTION = re.compile(r"\\section\*?\s*\{Introduction\}")
 _SECTIONING = re.compile(r"\\(?:sub)*section\*?\s*\{|\\begin\s*\{|\\end\s*\{document\}")
-_MATH = re.compile(r"(\$\$.*?\$\$|\$[^$]*\$)", re.DOTALL)
+_MATH = re.compile(r"(\$\$.*?\$\$|\$[^$]*\$|\\\[.*?\\\]|\\\(.*?\\\))", re.DOTALL)
 _REF_MARK = "\x00"  # where a \ref stood, until the summary drops its sentence
 _ACCENTS = {"'": "\u0301", "`": "\u0300", '"': "\u0308", "^": "\u0302", "~": "\u0303"}
 
@@ -209,9 +209,14 @@ def chapter_summary(tex: str, max_chars: int = SUMMARY_CHARS) -> str:
     else:
         body = text[begin.end() :] if begin is not None else text
     stop = _SECTIONING.search(body)
-    plain = _plain_with_refs(body[: stop.start()] if stop else body)
+    return plain_summary(body[: stop.start()] if stop else body, max_chars)
+
+
+def plain_summary(latex: str, max_chars: int = SUMMARY_CHARS) -> str:
+    """Prose LaTeX → its first sentences as plain text, at most ``max_chars``; a sentence
+    that cites by ``\\ref`` is left out, as it would read "see Section" without it."""
     summary = ""
-    for sentence in re.split(r"(?<=[.!?])\s+(?=[A-Z])", plain):
+    for sentence in re.split(r"(?<=[.!?])\s+(?=[A-Z])", _plain_with_refs(latex)):
         if _REF_MARK in sentence:
             continue  # "see Section 3.2" would read "see Section": leave the sentence out
         if summary and len(summary) + 1 + len(sentence) > max_chars:
@@ -236,8 +241,9 @@ def _plain_with_refs(latex: str) -> str:
 
 def _plain_prose(text: str) -> str:
     text = re.sub(r"\\label\s*\{[^{}]*\}", "", text)
+    text = re.sub(r"\\href\s*\{[^{}]*\}", "", text)  # the link's text stays, not its URL
     text = re.sub(r"\\cite\s*(?:\[[^\]]*\])?\s*\{([^{}]*)\}", r"[\1]", text)
-    text = re.sub(r"\\(?:ref|eqref)\s*\{[^{}]*\}", _REF_MARK, text)
+    text = re.sub(r"\\(?:ref|eqref|[cC]ref|autoref)\s*\{[^{}]*\}", _REF_MARK, text)
     text = re.sub(
         r"\\([\'`\"^~])\s*\{?([A-Za-z])\}?",
         lambda match: match[2] + _ACCENTS[match[1]],
@@ -246,6 +252,7 @@ def _plain_prose(text: str) -> str:
     text = re.sub(r"\{\\(?:it|em|bf|sl|sc|rm|tt)\s+", "{", text)
     text = re.sub(r"\\(?:emph|textit|textbf|textsl|textrm|texttt|text)\s*\{", "{", text)
     text = text.replace("~", " ").replace("---", "\u2014").replace("--", "-")
+    text = text.replace("``", '"').replace("''", '"')
     text = re.sub(r"\\[A-Za-z]+\*?", " ", text)  # \noindent, \S and the like
     return text.replace("\\", "").replace("{", "").replace("}", "")
 
