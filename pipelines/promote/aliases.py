@@ -14,7 +14,15 @@ from pipelines.common.paths import Paths
 from pipelines.promote.errors import PromotionError
 from pipelines.promote.lock import promotion_lock
 from pipelines.promote.provenance import now
-from pipelines.promote.store import ALIASES, CHAMPION, PREVIOUS, connect, registry_errors
+from pipelines.promote.store import (
+    ALIASES,
+    CHAMPION,
+    PREVIOUS,
+    connect,
+    missing_files_message,
+    model_files_problem,
+    registry_errors,
+)
 from pipelines.promote.tags import recorded_decision
 
 if TYPE_CHECKING:
@@ -23,19 +31,23 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class AliasStatus:
-    """One alias: its version (``None`` when unset), metrics recorded at decision time."""
+    """One alias: its version (``None`` when unset), metrics recorded at decision time,
+    and what is wrong with the version's model files (``None``: they are there)."""
 
     alias: str
     version: str | None
     metrics: dict[str, float]
     tags: dict[str, str]
+    files_problem: str | None = None
 
 
 def status(paths: Paths, promote: PromoteParams | None = None) -> list[AliasStatus]:
     """``champion``, ``challenger`` and ``previous`` with their versions and metrics.
 
     The metrics are each version's own (``candidate.*`` tags): what it scored when it was
-    decided on. An empty registry gives three entries with ``version=None``.
+    decided on. An empty registry gives three entries with ``version=None``. Each version's
+    files are checked too: a registered version whose files were deleted cannot answer a
+    search, so status says so rather than showing it as fine.
     """
     promote = promote or PromoteParams()
     registry = connect(paths, promote, create=False)
@@ -48,8 +60,15 @@ def status(paths: Paths, promote: PromoteParams | None = None) -> list[AliasStat
             if found is None:
                 entries.append(AliasStatus(alias, None, {}, {}))
                 continue
+            problem = model_files_problem(registry, found)
             entries.append(
-                AliasStatus(alias, str(found.version), _own_metrics(found), dict(found.tags))
+                AliasStatus(
+                    alias,
+                    str(found.version),
+                    _own_metrics(found),
+                    dict(found.tags),
+                    missing_files_message(registry, found, problem) if problem else None,
+                )
             )
     return entries
 

@@ -24,3 +24,7 @@ class PromotionLockedError(PromotionError):
 
 class NoChampionError(PromotionError):
     """The registry has no ``@champion`` yet."""
+
+
+class ModelFilesMissingError(PromotionError):
+    """A registered version whose model files are gone (deleted, or a store moved)."""

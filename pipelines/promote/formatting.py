@@ -47,7 +47,8 @@ def format_promotion(result: PromotionResult) -> str:
 
 
 def format_status(entries: list[AliasStatus]) -> str:
-    """One line per alias: version and the metrics it scored when it was decided on."""
+    """One line per alias: version and the metrics it scored when it was decided on; a
+    version whose model files are missing gets a second line saying so and what to do."""
     lines = []
     for entry in entries:
         if entry.version is None:
@@ -62,6 +63,8 @@ def format_status(entries: list[AliasStatus]) -> str:
         suffix = f"  ({'; '.join(notes)})" if notes else ""
         decided = entry.tags.get("decided_at", "")
         lines.append(f"{entry.alias:<10} v{entry.version:<4} {metrics}  {decided}{suffix}")
+        if entry.files_problem is not None:
+            lines.append(f"{'':<10} FILES MISSING: {entry.files_problem}")
     return "\n".join(lines)
 
 

@@ -22,7 +22,7 @@ import requests
 from pipelines.common.config import PromoteParams
 from pipelines.common.paths import Paths
 from pipelines.common.redact import redact
-from pipelines.promote.errors import RERUN_HINT, RegistryError
+from pipelines.promote.errors import RERUN_HINT, ModelFilesMissingError, RegistryError
 from pipelines.promote.tags import TAG_FINGERPRINT
 
 if TYPE_CHECKING:
@@ -239,11 +239,52 @@ def version_fingerprint(registry: Registry, version: ModelVersion) -> str:
 
 
 def load_registered_model(registry: Registry, version: ModelVersion) -> TextEncoder:
-    """``mlflow.sentence_transformers.load_model`` of one registered version."""
+    """``mlflow.sentence_transformers.load_model`` of one registered version.
+
+    Raises :class:`ModelFilesMissingError` when the version's files are gone: MLflow's own
+    error ("No such artifact: ''") names neither the version nor what to do.
+    """
     import mlflow.sentence_transformers
+    from mlflow.exceptions import MlflowException
+
+    try:
+        with fluent_uri(registry.uri):
+            model: TextEncoder = mlflow.sentence_transformers.load_model(
+                f"models:/{registry.model_name}/{version.version}"
+            )
+    except (MlflowException, OSError) as error:
+        problem = model_files_problem(registry, version)
+        if problem is None:
+            raise
+        raise ModelFilesMissingError(missing_files_message(registry, version, problem)) from error
+    return model
+
+
+def model_files_problem(registry: Registry, version: ModelVersion) -> str | None:
+    """What is wrong with a registered version's files; ``None`` when its ``MLmodel`` is
+    where the registry says (the file every flavour loads first)."""
+    import mlflow.artifacts
+    from mlflow.exceptions import MlflowException
 
     with fluent_uri(registry.uri):
-        model: TextEncoder = mlflow.sentence_transformers.load_model(
-            f"models:/{registry.model_name}/{version.version}"
+        location = registry.client.get_model_version_download_uri(
+            registry.model_name, str(version.version)
         )
-    return model
+        try:
+            listed = mlflow.artifacts.list_artifacts(artifact_uri=location)
+        except (MlflowException, OSError) as error:
+            return f"its files at {redact(location)} cannot be listed ({redact(str(error))})"
+    if not any(Path(artifact.path).name == "MLmodel" for artifact in listed):
+        return f"its files are gone from {redact(location)}"
+    return None
+
+
+def missing_files_message(registry: Registry, version: ModelVersion, problem: str) -> str:
+    """One line: which version, what is missing, and the three ways out."""
+    return (
+        f"{registry.model_name} v{version.version} is registered but {problem}. Restore "
+        "them from a backup of the artifact store, or point @champion at a version whose "
+        "files exist (`mathembed rollback`), or train and promote a new candidate "
+        "(`mathembed train`, then `mathembed promote`); `mathembed status` shows which "
+        "versions lack their files"
+    )

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import io as bytes_io
 import logging
+import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -102,10 +103,13 @@ def load_index(path: Path) -> PassageIndex | None:
     if not path.is_file():
         return None
     try:
-        with np.load(path, allow_pickle=False) as stored:
+        # The handle is ours: np.load leaves its own open when the file is not a zip.
+        with path.open("rb") as handle, np.load(handle, allow_pickle=False) as stored:
             keys = tuple(str(key) for key in stored["keys"])
             vectors = stored["vectors"].astype(np.float32, copy=False)
-    except (OSError, ValueError, KeyError) as error:
+    # A truncated or damaged file (a full disk, a copy cut short) is a BadZipFile or an
+    # EOFError, neither an OSError: the index is only a cache, so it is rebuilt.
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
         log.warning("search index %s is unreadable (%s); rebuilding it", path, error)
         return None
     if vectors.ndim != 2 or vectors.shape[0] != len(keys):
