@@ -11,9 +11,11 @@ import typer
 from pipelines.common.cli import (
     DEFAULT_PARAMS,
     DEFAULT_ROOT,
+    EXIT_CONFIG,
     ParamsOption,
     RootOption,
     command_errors,
+    fail,
     params_path,
 )
 from pipelines.search.lexical import DEFAULT_RANKING
@@ -75,8 +77,21 @@ def serve_search(
     alias: AliasOption = None,
     version: VersionOption = None,
     ranking: RankingOption = DEFAULT_RANKING,
-    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
+    host: Annotated[
+        str,
+        typer.Option(
+            "--host", help="Address to listen on; a non-loopback one needs --allow-remote."
+        ),
+    ] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="Port (0: any free one).")] = 8765,
+    allow_remote: Annotated[
+        bool,
+        typer.Option(
+            "--allow-remote",
+            help="Allow a --host other machines can reach (0.0.0.0, a LAN address): the "
+            "service has no authentication.",
+        ),
+    ] = False,
     params: ParamsOption = DEFAULT_PARAMS,
     root: RootOption = DEFAULT_ROOT,
 ) -> None:
@@ -85,10 +100,16 @@ def serve_search(
     Loads the model once and keeps its index of the corpus's passages in memory
     (data/search_index/, one file per model, updated incrementally) beside a BM25 index
     of the same passages. --ranking is the default; a request may pass ranking=dense or
-    ranking=hybrid. Ctrl-C stops it.
+    ranking=hybrid. Ctrl-C stops it. It listens on 127.0.0.1 only, unless --allow-remote.
     """
-    from pipelines.search.server import serve
+    from pipelines.search.server import RemoteBindError, check_bind, serve
 
+    try:
+        warning = check_bind(host, allow_remote)
+    except RemoteBindError as error:
+        fail("serve-search", error, EXIT_CONFIG)  # before the model loads
+    if warning is not None:
+        typer.echo(f"serve-search: warning: {warning}", err=True)
     with command_errors("serve-search", bad_input=_bad_input()):
         engine = _open(params, root, alias, version, ranking)
         serve(engine, host, port)

@@ -6,23 +6,26 @@ page (a form and the hits as a list of links: no script, no style sheet or font 
 elsewhere, every text escaped); ``GET /health`` says which model answers. A bad request
 (empty ``q``, ``k`` not a number in 1..100, an unknown ``ranking``) is a 400 with a JSON
 message.
-The standard library's threading server is enough: one query costs milliseconds and the
-engine serialises the model's forward passes anyway.
+Connections are held to :class:`~pipelines.search.connections.ConnectionLimits` (a
+bounded worker pool, deadlines for idle and slow clients; a request whose client has gone
+is not searched). It listens on 127.0.0.1; any other address serves whoever can reach the
+machine, so :func:`check_bind` refuses one unless the caller allows remote clients.
 """
 
 from __future__ import annotations
 
 import html
+import ipaddress
 import json
 import logging
 import signal
 from collections.abc import Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from pipelines.search.connections import ConnectionLimits, HeadFirstHandler, PooledHTTPServer
 from pipelines.search.engine import SearchEngine
 from pipelines.search.lexical import RANKINGS
 from pipelines.search.query import MAX_K
@@ -38,6 +41,33 @@ PASSAGE_CHARS = 400
 #: 2-core machine, idle, MiniLM encodes one in 11.5 ms with one thread and 20 ms with two;
 #: at a load average of 9 a search took p50 24 ms with one and 134 ms with two.
 QUERY_THREADS = 1
+
+
+class RemoteBindError(ValueError):
+    """A non-loopback address without permission to serve remote clients."""
+
+
+def check_bind(host: str, allow_remote: bool) -> str | None:
+    """Refuse an address other clients could reach unless ``allow_remote``; with it, the
+    warning to show (``None``: loopback, nothing to say). Pure: ``host`` is not resolved,
+    so a host name other than ``localhost`` counts as remote."""
+    if host == "localhost" or _is_loopback(host):
+        return None
+    shown = "all interfaces (0.0.0.0)" if host in ("", "0.0.0.0", "::") else host
+    if not allow_remote:
+        raise RemoteBindError(
+            f"--host {host!r} would serve {shown}: anyone who can reach this machine could "
+            "query it (there is no authentication). Keep the default 127.0.0.1, or pass "
+            "--allow-remote to serve other machines on purpose"
+        )
+    return f"serving on {shown}: anyone who can reach this machine can query it"
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 class BadRequest(ValueError):
@@ -122,11 +152,14 @@ def render_page(
 
 
 def make_server(
-    engine: SearchEngine, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT
-) -> ThreadingHTTPServer:
+    engine: SearchEngine,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    limits: ConnectionLimits | None = None,
+) -> PooledHTTPServer:
     """A server bound to ``host:port`` (port 0: any free one); call ``serve_forever``."""
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(HeadFirstHandler):
         server_version = "mathembed-search"
 
         def do_GET(self) -> None:  # noqa: N802 (the standard library's name)
@@ -139,13 +172,12 @@ def make_server(
             elif url.path == "/api/search":
                 try:
                     request = parse_search(url.query)
-                    answer = engine.answer(
-                        request.query, request.k, ranking=request.ranking, max_chars=PASSAGE_CHARS
-                    )
+                    answer = self._answer(request)
                 except ValueError as error:  # BadRequest, or what check_request refuses
                     self._json(HTTPStatus.BAD_REQUEST, {"error": str(error)})
                     return
-                self._json(HTTPStatus.OK, answer)
+                if answer is not None:
+                    self._json(HTTPStatus.OK, answer)
             elif url.path == "/":
                 self._page(url.query)
             else:
@@ -160,15 +192,24 @@ def make_server(
             query = fields["q"][0]
             try:
                 request = parse_search(query_string)
-                answer = engine.answer(
-                    request.query, request.k, ranking=request.ranking, max_chars=PASSAGE_CHARS
-                )
+                answer = self._answer(request)
             except ValueError as error:
                 page = render_page(model, query, error=str(error), ranking=engine.ranking)
                 self._html(HTTPStatus.BAD_REQUEST, page)
                 return
-            page = render_page(model, query, request.k, answer, ranking=answer["ranking"])
-            self._html(HTTPStatus.OK, page)
+            if answer is not None:
+                page = render_page(model, query, request.k, answer, ranking=answer["ranking"])
+                self._html(HTTPStatus.OK, page)
+
+        def _answer(self, request: SearchRequest) -> dict[str, Any] | None:
+            """The search's answer, or ``None`` without searching when the client has gone
+            (it gave up waiting, or never meant to read): its turn on the model is free."""
+            if self.client_gone():
+                log.debug("%s left before its search; not searched", self.address_string())
+                return None
+            return engine.answer(
+                request.query, request.k, ranking=request.ranking, max_chars=PASSAGE_CHARS
+            )
 
         def _json(self, status: HTTPStatus, body: Mapping[str, Any]) -> None:
             self._send(status, "application/json", json.dumps(body, ensure_ascii=False))
@@ -189,11 +230,14 @@ def make_server(
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
             log.debug("%s " + format, self.address_string(), *args)
 
-    return ThreadingHTTPServer((host, port), Handler)
+    return PooledHTTPServer((host, port), Handler, limits)
 
 
 def serve(engine: SearchEngine, host: str, port: int) -> None:
-    """Serve until Ctrl-C (or SIGTERM, as a service manager stops it), then close the socket."""
+    """Serve until Ctrl-C (or SIGTERM, as a service manager stops it), then close the socket.
+
+    ``host`` is one :func:`check_bind` let through.
+    """
     import torch
 
     server = make_server(engine, host, port)
