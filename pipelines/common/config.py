@@ -312,6 +312,7 @@ class ValidateParams(_Section):
     max_passage_chars: Count = FROM_PARAMS_YAML
     max_latex_markup_share: Annotated[Float, Range(0, 1)] = FROM_PARAMS_YAML
     max_row_failure_fraction: Annotated[Float, Range(0, 1)] = FROM_PARAMS_YAML
+    max_paper_row_failure_fraction: Annotated[Float, Range(0, 1)] = FROM_PARAMS_YAML
     min_queries: Count = FROM_PARAMS_YAML
     max_query_relevant_share: Annotated[Float, Range(0, 1, low_open=True)] = FROM_PARAMS_YAML
 

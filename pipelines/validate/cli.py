@@ -42,6 +42,9 @@ def validate(params: ParamsOption = DEFAULT_PARAMS, root: RootOption = DEFAULT_R
             typer.echo(
                 f"  {table}: {outcome.quarantined} of {outcome.rows_in} quarantined ({reasons})"
             )
+        if outcome.papers_quarantined_whole:
+            papers = ", ".join(outcome.papers_quarantined_whole)
+            typer.echo(f"  {table}: paper(s) quarantined whole (too many rows fail): {papers}")
     typer.echo(f"validate: {eval_set_line(report.metrics['eval_set'])}")
     quality = report.quality_report
     verdict = "all expectations met" if quality.success else "some expectations failed"

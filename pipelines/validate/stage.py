@@ -28,6 +28,11 @@ collected), and the policy is:
   query left without qrels, ...) are quarantined too, with ``failed_check`` "dangling
   after <the check that removed the first row>". They do not count toward the
   threshold: it limits how much of a table is bad, not how far removal spreads.
+* row-level failures are judged **per paper** too (:mod:`pipelines.validate.per_paper`):
+  a paper with more than ``max_paper_row_failure_fraction`` of a table's rows failing is
+  quarantined whole (its other rows with ``failed_check`` "max_paper_row_failure_fraction")
+  and the threshold counts the other papers' rows, so one bad paper does not stop the
+  corpus; the metrics and the message name the papers.
 
 Counts add up for every table: rows in = kept + quarantined (``metrics/data_quality.json``,
 which also lists every check run and how many rows failed it, and the evaluation set's
@@ -53,7 +58,7 @@ from pipelines.common import io
 from pipelines.common.config import ValidateParams
 from pipelines.common.paths import Paths
 from pipelines.common.tables import TABLES, write_table
-from pipelines.validate import balance, eval_shape, schemas
+from pipelines.validate import balance, eval_shape, per_paper, schemas
 from pipelines.validate.leakage import leakage_masks
 from pipelines.validate.references import REFERENCES
 
@@ -119,6 +124,7 @@ class TableOutcome:
     quarantined: int
     quarantined_by_check: dict[str, int]
     checks: dict[str, dict[str, int]]
+    papers_quarantined_whole: tuple[str, ...] = ()  # pipelines.validate.per_paper
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -127,6 +133,7 @@ class TableOutcome:
             "quarantined": self.quarantined,
             "quarantined_by_check": self.quarantined_by_check,
             "checks": self.checks,
+            "papers_quarantined_whole": list(self.papers_quarantined_whole),
         }
 
 
@@ -424,26 +431,42 @@ def validate_tables(tables: Mapping[str, pd.DataFrame], params: ValidateParams) 
     failures += integrity_failures + leakage_failures + balance_failures + shape_failures
 
     limit = params.max_row_failure_fraction
+    set_aside: dict[str, list[str]] = {table: [] for table in TABLES}
     for table in [table for table in TABLES if table in usable]:
-        rows = found[table].rows
+        rows, frame = found[table].rows, frames[table]
         failing = functools.reduce(pd.Index.union, rows.values(), pd.Index([]))
-        if len(failing) > limit * len(frames[table]):
-            counts = ", ".join(f"{check} {len(index)}" for check, index in rows.items())
-            share = len(failing) / len(frames[table])
+        set_aside[table] = per_paper.papers_set_aside(table, frame, failing, params)
+        # The threshold counts the papers not set aside whole (pipelines.validate.per_paper).
+        counted = frame.index.difference(per_paper.rows_of_papers(frame, set_aside[table]))
+        failing = failing.intersection(counted)
+        if len(failing) > limit * len(counted):
+            counts = ", ".join(
+                f"{check} {len(index.intersection(counted))}" for check, index in rows.items()
+            )
+            share = len(failing) / len(counted)
+            note = (
+                f"{share:.1%} of {len(counted)} rows fail row-level checks ({counts}), "
+                f"above {limit:.1%}"
+            )
+            if worst := per_paper.describe(frame, failing):
+                note += f"; most in paper(s) {worst}"
+            if set_aside[table]:
+                note += f"; set aside whole before counting: {', '.join(set_aside[table])}"
+            columns = [*schemas.KEYS[table], per_paper.PAPER_COLUMN]  # _render shows those present
             failures.append(
                 CheckFailure(
-                    table,
-                    THRESHOLD_CHECK,
-                    len(failing),
-                    _render(frames[table], failing, schemas.KEYS[table]),
-                    f"{share:.1%} of {len(frames[table])} rows fail row-level checks "
-                    f"({counts}), above {limit:.1%}",
+                    table, THRESHOLD_CHECK, len(failing), _render(frame, failing, columns), note
                 )
             )
     if failures:
         raise ValidationError(failures)
 
-    labels = {table: _row_labels(found[table].rows, found[table].ran) for table in TABLES}
+    labels = {
+        table: per_paper.with_set_aside(
+            _row_labels(found[table].rows, found[table].ran), frames[table], set_aside[table]
+        )
+        for table in TABLES
+    }
     kept = _cascade(frames, labels)
     leftover, _ = _integrity(kept, set(TABLES))
     if leftover:  # pragma: no cover - the cascade removes every dangling row
@@ -478,6 +501,7 @@ def validate_tables(tables: Mapping[str, pd.DataFrame], params: ValidateParams) 
             quarantined=len(label),
             quarantined_by_check={str(k): int(v) for k, v in sorted(label.value_counts().items())},
             checks=checks,
+            papers_quarantined_whole=tuple(set_aside[table]),
         )
         assert outcomes[table].rows_in == outcomes[table].kept + outcomes[table].quarantined
     return ValidationResult(

@@ -74,6 +74,8 @@ OUT_OF_RANGE: list[tuple[str, str, Any]] = [
     ("validate", "max_latex_markup_share", -0.1),
     ("validate", "max_row_failure_fraction", 2.0),
     ("validate", "max_row_failure_fraction", -0.1),
+    ("validate", "max_paper_row_failure_fraction", 1.5),
+    ("validate", "max_paper_row_failure_fraction", -0.1),
     ("validate", "min_queries", 0),
     ("validate", "max_query_relevant_share", 0.0),
     ("validate", "max_query_relevant_share", 1.01),

@@ -625,6 +625,9 @@ def test_quarantine_arithmetic_over_every_table(data: Tables) -> None:
 
 # -- row level: the threshold -----------------------------------------------------------
 
+# The threshold alone: no paper set aside whole first (tests/faults/test_validate_per_paper.py).
+PER_TABLE_ONLY: dict[str, Any] = {"max_paper_row_failure_fraction": 1.0, **SMALL_EVAL}
+
 
 def shorten_chunks(tables: Tables, count: int) -> None:
     tables["chunks"].loc[: count - 1, "text"] = "short"
@@ -633,14 +636,14 @@ def shorten_chunks(tables: Tables, count: int) -> None:
 def test_below_the_threshold_rows_are_quarantined_and_the_run_goes_on(data: Tables) -> None:
     shorten_chunks(data, 2)
     limit = 2.5 / len(data["chunks"])
-    result = validate_tables(data, ValidateParams(max_row_failure_fraction=limit, **SMALL_EVAL))
+    result = validate_tables(data, ValidateParams(max_row_failure_fraction=limit, **PER_TABLE_ONLY))
     assert result.tables["chunks"].quarantined == 2
 
 
 def test_above_the_threshold_the_run_stops(data: Tables) -> None:
     shorten_chunks(data, 2)
     limit = 1.5 / len(data["chunks"])
-    error = failure(data, ValidateParams(max_row_failure_fraction=limit, **SMALL_EVAL))
+    error = failure(data, ValidateParams(max_row_failure_fraction=limit, **PER_TABLE_ONLY))
     assert error.checks() == {("chunks", "max_row_failure_fraction")}
     message = str(error)
     assert "text:passage_length 2" in message and "above" in message
@@ -649,7 +652,8 @@ def test_above_the_threshold_the_run_stops(data: Tables) -> None:
 def test_the_default_threshold_comes_from_params_yaml(data: Tables) -> None:
     assert PARAMS.validate.max_row_failure_fraction == 0.05
     shorten_chunks(data, max(1, round(0.2 * len(data["chunks"]))))
-    assert ("chunks", "max_row_failure_fraction") in failure(data).checks()
+    per_table = dataclasses.replace(PARAMS.validate, max_paper_row_failure_fraction=1.0)
+    assert ("chunks", "max_row_failure_fraction") in failure(data, per_table).checks()
 
 
 def test_rows_removed_by_the_cascade_do_not_count_toward_the_threshold(data: Tables) -> None:
@@ -663,7 +667,7 @@ def test_rows_removed_by_the_cascade_do_not_count_toward_the_threshold(data: Tab
     pairs_share = pairs_lost / len(data["pairs"])
     assert pairs_share > chunk_share  # the chunk with the most pairs has more than its share
     limit = (chunk_share + pairs_share) / 2
-    result = validate_tables(data, ValidateParams(max_row_failure_fraction=limit, **SMALL_EVAL))
+    result = validate_tables(data, ValidateParams(max_row_failure_fraction=limit, **PER_TABLE_ONLY))
     assert result.tables["pairs"].quarantined == pairs_lost
 
 
