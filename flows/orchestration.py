@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from flows import processes
+from flows.rwlock import RwlockError, recover_rwlock
 from pipelines.common import io
 from pipelines.common.config import PARAMS_FILE, ConfigError, FlowParams
 from pipelines.common.locks import held_lock, since_now
@@ -113,8 +114,10 @@ def run_dvc(
     ends with this call: after ``timeout_seconds``, on an exception, or when this process
     dies (:mod:`flows.processes`). Raises :class:`DvcError` naming the command and the
     last lines of its output when it fails; :class:`DvcTimeoutError` when it ran out of
-    time; :class:`DvcSetupError` when ``root`` is no DVC project (retrying cannot help).
+    time; :class:`DvcSetupError` when ``root`` is no DVC project or its corrupt rwlock
+    cannot be removed yet (retrying cannot help).
     """
+    _recover_rwlock(root, log)
     command = [sys.executable, "-m", "dvc", *arguments]
     finished = processes.run_in_group(command, root, dvc_environment(), log, timeout_seconds)
     shown = f"`dvc {' '.join(arguments)}`"
@@ -132,6 +135,15 @@ def run_dvc(
             )
         raise DvcError(f"{shown} exited with {finished.code}:\n{tail}")
     return finished.lines
+
+
+def _recover_rwlock(root: Path, log: Callable[[str], None]) -> None:
+    """A corrupt ``.dvc/tmp/rwlock`` removed, or a :class:`DvcSetupError` saying what to do
+    (:mod:`flows.rwlock`): otherwise every dvc command of every night fails on it."""
+    try:
+        recover_rwlock(root, log)
+    except RwlockError as error:
+        raise DvcSetupError(str(error)) from None
 
 
 def _not_a_dvc_project(what: str, root: Path, detail: str) -> str:
@@ -152,6 +164,7 @@ def stale_stages(root: Path, target: str, log: Callable[[str], None] = print) ->
     from dvc.exceptions import DvcException, NotDvcRepoError  # type: ignore[import-untyped]
     from dvc.repo import Repo  # type: ignore[import-untyped]
 
+    _recover_rwlock(root, log)
     try:
         with Repo(str(root)) as repo, warnings.catch_warnings():
             # DVC 3.67's outputs trie reads pygtrie's deprecated `_NoneStep.value`; not ours.
