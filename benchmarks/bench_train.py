@@ -28,8 +28,8 @@ Figures:
   ``torch.cuda.synchronize``); the first ``--warmup-steps`` (lazy allocations, kernel
   selection) are left out. ``metrics/train.json``'s own figure over all steps is kept as
   ``train_json_pairs_per_s``.
-* **wall s**: ``run_train`` from call to return: model load, the steps, the per-epoch
-  validation loss and checkpoint, publishing the candidate.
+* **wall s**: ``run_train`` from call to return: model load, the steps, the validation
+  loss, IR score and checkpoint every ``train.eval_steps``, publishing the candidate.
 * **peak RSS**: the child's ``VmHWM``, reset (``/proc/self/clear_refs``) just before
   ``run_train``: interpreter, libraries, model and data included. On CUDA also
   ``torch.cuda.max_memory_allocated``.
