@@ -278,6 +278,8 @@ class GraphParams(_Section):
     llm_timeout_seconds: Seconds = FROM_PARAMS_YAML
     llm_backoff_seconds: Delay = FROM_PARAMS_YAML
     cooccurrence_min_papers: Count = FROM_PARAMS_YAML
+    # One paper's extraction or scan, in a worker process stopped past it (issue 23).
+    paper_timeout_seconds: Annotated[Float, Range(1, 3600)] = FROM_PARAMS_YAML
 
 
 @_config_errors

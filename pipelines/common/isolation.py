@@ -14,6 +14,7 @@ start, and, unlike a plain fork, none of the parent's threads (tqdm's monitor) i
 from __future__ import annotations
 
 import contextlib
+import math
 import multiprocessing
 import signal
 import time
@@ -144,7 +145,7 @@ def run_isolated(
     items: Sequence[Item],
     *,
     workers: int,
-    timeout_seconds: float,
+    timeout_seconds: float | None,
     preload: Sequence[str] = (),
 ) -> Iterator[Result | Failure]:
     """``work(item)`` for each of ``items``, in order, each in a worker process.
@@ -153,6 +154,7 @@ def run_isolated(
     one); ``preload`` names modules the forkserver imports once for every worker. An item
     whose call raises, whose worker dies, or that runs past ``timeout_seconds`` yields a
     :class:`Failure` in its place; the worker is replaced and the next items go on.
+    ``timeout_seconds`` None: no budget (the work still cannot take this process down).
     ``workers`` processes at most (never more than there are items).
     """
     if not items:
@@ -167,7 +169,7 @@ def run_isolated(
             worker.index = None
             return
         worker.index, next_in = next_in, next_in + 1
-        worker.deadline = time.monotonic() + timeout_seconds
+        worker.deadline = time.monotonic() + (timeout_seconds or math.inf)
         worker.connection.send((worker.index, items[worker.index]))
 
     def lost(worker: _Worker, failure: Failure) -> None:
@@ -192,7 +194,7 @@ def run_isolated(
             earliest = min(worker.deadline for worker in busy)
             ready = wait(
                 [worker.connection for worker in busy],
-                max(0.0, earliest - time.monotonic()),
+                None if earliest == math.inf else max(0.0, earliest - time.monotonic()),
             )
             for worker in busy:
                 assert worker.index is not None

@@ -41,13 +41,13 @@ from pipelines.common.tables import (
     MENTIONS_SCHEMA,
     RELATIONS,
 )
-from pipelines.graph.cache import GraphCache, document_hash, extract_all, scan_all
+from pipelines.graph.cache import GraphCache, Isolation, document_hash, extract_all, scan_all
 from pipelines.graph.extractor import ConceptCandidate, Extractor, PaperDocument
 from pipelines.graph.merge import MergedConcept, evidence_rank, merge_candidates
 from pipelines.graph.rules import description_from, is_definitional, split_sentences
 from pipelines.graph.scan import DocumentScan
 from pipelines.graph.terms import corroborated
-from pipelines.graph.workers import MIN_PAPERS_FOR_POOL, LazyPool
+from pipelines.graph.workers import MIN_PAPERS_FOR_POOL
 
 # A statement naming more concepts than this is a survey sentence; its pairs say little.
 MAX_COOCCURRING_CONCEPTS = 12
@@ -95,6 +95,10 @@ class GraphReport:
     # scan_computed/scan_reused (each pair adds up to ``papers``); scan_probed counts the
     # reused scans that needed a probe for newly added surface forms first.
     cache_use: dict[str, int] = field(default_factory=dict)
+    # Papers whose extraction or scan raised, killed its worker or ran past
+    # graph.paper_timeout_seconds: paper id -> why. They add nothing to the graph (a failed
+    # extraction counts in papers_skipped) and the stage quarantines them.
+    quarantined: dict[str, str] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -107,49 +111,41 @@ def build_graph(
     *,
     workers: int = 1,
     min_papers_for_pool: int = MIN_PAPERS_FOR_POOL,
+    paper_timeout_seconds: float | None = None,
     disable_progress: bool | None = None,
     cache: GraphCache | None = None,
 ) -> tuple[Graph, GraphReport]:
     """The knowledge graph of ``documents`` and a report of what went into it.
 
-    With ``workers`` > 1 and at least ``min_papers_for_pool`` papers to work on, the
-    per-paper work (rule extraction, then scanning the text for mentions) runs in that many
-    processes; the result is the same as with one (batches come back in order). The LLM
-    extractor always runs in this process: it is bound by the endpoint, and keeps a cache
-    and stats. With a ``cache``, per-paper results found there are reused and the cache is
-    then replaced by this run's (see :class:`GraphCache`); the graph is the same either way.
+    With a ``paper_timeout_seconds`` budget, or with ``workers`` > 1 and at least
+    ``min_papers_for_pool`` papers to work on, the per-paper work (rule extraction, then
+    scanning the text for mentions) runs in worker processes (:mod:`pipelines.graph.workers`;
+    ``workers`` of them from ``min_papers_for_pool`` papers, one below), each paper stopped
+    past the budget and quarantined (``report.quarantined``) if it fails; the result is
+    the same as in one process (papers come back in order). An extractor other than the
+    plain rules one (the LLM one: bound by its endpoint, with its own cache and stats)
+    always runs in this process. With a ``cache``, per-paper results found there are
+    reused and the cache is then replaced by this run's (see :class:`GraphCache`); the
+    graph is the same either way.
     """
     hashes = [document_hash(document) for document in documents] if cache is not None else []
-    with LazyPool(workers) as pool:
-        extractions, extraction_reused = extract_all(
-            documents,
-            hashes,
-            extractor,
-            params,
-            cache,
-            pool,
-            min_papers_for_pool,
-            disable_progress,
-        )
-        sightings = [
-            (extraction.paper_id, candidate)
-            for extraction in extractions
-            for candidate in extraction.concepts
-        ]
-        concepts, key_map = merge_candidates(sightings)
-        uncorroborated = _drop_uncorroborated(concepts, key_map, sightings)
-        surfaces = {name: sorted(concept.surfaces) for name, concept in concepts.items()}
-        matcher = SurfaceMatcher(surfaces)
-        scans, scan_reused, scan_probed = scan_all(
-            documents,
-            hashes,
-            surfaces,
-            matcher,
-            cache,
-            pool,
-            min_papers_for_pool,
-            disable_progress,
-        )
+    isolation = Isolation(workers, min_papers_for_pool, paper_timeout_seconds)
+    failed: dict[str, str] = {}
+    extractions, extraction_reused = extract_all(
+        documents, hashes, extractor, params, cache, isolation, disable_progress, failed
+    )
+    sightings = [
+        (extraction.paper_id, candidate)
+        for extraction in extractions
+        for candidate in extraction.concepts
+    ]
+    concepts, key_map = merge_candidates(sightings)
+    uncorroborated = _drop_uncorroborated(concepts, key_map, sightings)
+    surfaces = {name: sorted(concept.surfaces) for name, concept in concepts.items()}
+    matcher = SurfaceMatcher(surfaces)
+    scans, scan_reused, scan_probed = scan_all(
+        documents, hashes, surfaces, matcher, cache, isolation, disable_progress, failed
+    )
 
     # evidence[(concept, chunk_id)] -> the strongest evidence seen (lowest rank).
     evidence: dict[tuple[str, str], int] = {}
@@ -245,6 +241,7 @@ def build_graph(
             "scan_reused": scan_reused,
             "scan_probed": scan_probed,
         },
+        quarantined=dict(sorted(failed.items())),
     )
     return graph, report
 

@@ -13,6 +13,7 @@ from-scratch build's.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
@@ -26,6 +27,7 @@ from tqdm import tqdm  # type: ignore[import-untyped]
 
 from pipelines.common import io
 from pipelines.common.config import GraphParams
+from pipelines.common.isolation import Failure
 from pipelines.common.names import SurfaceMatcher
 from pipelines.common.paths import Paths
 from pipelines.common.tables import RELATIONS, Relation
@@ -38,14 +40,7 @@ from pipelines.graph.extractor import (
 )
 from pipelines.graph.rules import RulesExtractor
 from pipelines.graph.scan import WORD, DocumentScan, scan_document
-from pipelines.graph.workers import (
-    LazyPool,
-    advance,
-    advance_one,
-    batches,
-    extract_batch,
-    scan_batch,
-)
+from pipelines.graph.workers import extract_one, failure_reason, run_papers, scan_one
 
 # Bump when the cache file's layout changes.
 CACHE_FORMAT = 2  # 2: candidates carry their statement_id
@@ -144,7 +139,8 @@ def extractor_fingerprint(extractor: Extractor, params: GraphParams) -> str | No
         "extractor": extractor.name,
         "class": f"{type(extractor).__module__}.{type(extractor).__qualname__}",
         "version": version,
-        "params": asdict(params),
+        # Not the time budget: it decides whether a paper is extracted, not what comes out.
+        "params": {k: v for k, v in asdict(params).items() if k != "paper_timeout_seconds"},
     }
     return io.sha256_hex(json.dumps(described, sort_keys=True, default=str).encode("utf-8"))
 
@@ -269,17 +265,38 @@ def scan_from_json(value: Any, document: PaperDocument) -> DocumentScan | None:
 # -- the per-paper work, cached or computed -------------------------------------------
 
 
+@dataclass(frozen=True)
+class Isolation:
+    """How the per-paper work runs: in ``workers`` processes (one below
+    ``min_papers_for_pool`` papers) with each paper stopped past ``timeout_seconds``
+    (:mod:`pipelines.graph.workers`), or, with no budget and one worker or too few papers
+    for more, in this process."""
+
+    workers: int
+    min_papers_for_pool: int
+    timeout_seconds: float | None
+
+    def in_workers(self, papers: int) -> bool:
+        return self.timeout_seconds is not None or (
+            self.workers > 1 and papers >= self.min_papers_for_pool
+        )
+
+
 def extract_all(
     documents: Sequence[PaperDocument],
     hashes: Sequence[str],
     extractor: Extractor,
     params: GraphParams,
     cache: GraphCache | None,
-    pool: LazyPool,
-    min_papers_for_pool: int,
+    isolation: Isolation,
     disable_progress: bool | None,
+    failed: dict[str, str],
 ) -> tuple[list[Extraction], int]:
-    """Every paper's extraction, from the cache where it holds one; and how many it held."""
+    """Every paper's extraction, from the cache where it holds one; and how many it held.
+
+    A paper whose extraction fails in its worker (:class:`Isolation`) contributes nothing
+    (``skipped_reason``), is recorded in ``failed`` (paper id -> reason) and is not cached:
+    the next run tries it again."""
     fingerprint = extractor_fingerprint(extractor, params) if cache is not None else None
     found: list[Extraction | None] = [None] * len(documents)
     if cache is not None and fingerprint is not None and cache.extractor_fingerprint == fingerprint:
@@ -289,15 +306,23 @@ def extract_all(
     todo = [documents[index] for index, extraction in enumerate(found) if extraction is None]
     reused = len(documents) - len(todo)
     progress = tqdm(total=len(todo), desc="graph: extract", unit="paper", disable=disable_progress)
-    executor = pool.get() if len(todo) >= min_papers_for_pool else None
-    if executor is not None and isinstance(extractor, RulesExtractor):
-        computed = [
-            extraction
-            for batch in executor.map(extract_batch, batches(todo, pool.workers))
-            for extraction in advance(progress, batch)
-        ]
+    # Workers run their own rules extractor: a subclass (or the LLM one, bound by its
+    # endpoint, with its own cache and stats) runs here, as given.
+    if type(extractor) is RulesExtractor and isolation.in_workers(len(todo)):
+        computed = []
+        for document, result in zip(
+            todo, _in_workers(extract_one, todo, isolation, progress), strict=True
+        ):
+            if isinstance(result, Failure):
+                reason = failure_reason("extraction", result)
+                failed.setdefault(document.paper_id, reason)
+                result = Extraction(document.paper_id, skipped_reason=reason)
+            computed.append(result)
     else:
-        computed = [advance_one(progress, extractor.extract(document)) for document in todo]
+        computed = []
+        for document in todo:
+            computed.append(extractor.extract(document))
+            progress.update(1)
     progress.close()
     fresh = iter(computed)
     extractions = [extraction or next(fresh) for extraction in found]
@@ -307,8 +332,22 @@ def extract_all(
         cache.extractions = {
             digest: cache.extractions[digest] if was_cached is not None else extraction_to_json(new)
             for digest, was_cached, new in zip(hashes, found, extractions, strict=True)
+            if was_cached is not None or new.paper_id not in failed
         }
     return extractions, reused
+
+
+def _in_workers(
+    work: Any, todo: list[PaperDocument], isolation: Isolation, progress: Any
+) -> list[Any]:
+    return run_papers(
+        work,
+        todo,
+        workers=isolation.workers,
+        min_papers_for_pool=isolation.min_papers_for_pool,
+        timeout_seconds=isolation.timeout_seconds,
+        progress=progress,
+    )
 
 
 def scan_all(
@@ -317,12 +356,15 @@ def scan_all(
     surfaces: dict[str, list[str]],
     matcher: SurfaceMatcher,
     cache: GraphCache | None,
-    pool: LazyPool,
-    min_papers_for_pool: int,
+    isolation: Isolation,
     disable_progress: bool | None,
+    failed: dict[str, str],
 ) -> tuple[list[DocumentScan], int, int]:
     """Every paper's scan, from the cache where it still holds; how many were reused, and
-    how many of those after a probe for added surface forms."""
+    how many of those after a probe for added surface forms.
+
+    A paper whose scan fails in its worker mentions nothing, is recorded in ``failed``
+    and is not cached."""
     found: list[DocumentScan | None] = [None] * len(documents)
     probed = 0
     code = code_fingerprint() if cache is not None else ""
@@ -345,15 +387,24 @@ def scan_all(
                 found[index] = scan
     todo = [documents[index] for index, scan in enumerate(found) if scan is None]
     progress = tqdm(total=len(todo), desc="graph: mentions", unit="paper", disable=disable_progress)
-    executor = pool.get() if len(todo) >= min_papers_for_pool else None
-    if executor is not None:
+    computed: list[DocumentScan] = []
+    if isolation.in_workers(len(todo)):
         token = io.sha256_hex(repr(sorted(surfaces.items())).encode("utf-8"))
-        tasks = [(token, surfaces, batch) for batch in batches(todo, pool.workers)]
-        computed = [
-            scan for batch in executor.map(scan_batch, tasks) for scan in advance(progress, batch)
-        ]
+        work = functools.partial(scan_one, token=token, surfaces=surfaces)
+        for document, result in zip(
+            todo, _in_workers(work, todo, isolation, progress), strict=True
+        ):
+            if isinstance(result, Failure):
+                failed.setdefault(document.paper_id, failure_reason("mention scan", result))
+                statements = [
+                    (statement.text, frozenset[str]()) for statement in document.statements
+                ]
+                result = DocumentScan(document.paper_id, [], [], statements)
+            computed.append(result)
     else:
-        computed = [advance_one(progress, scan_document(document, matcher)) for document in todo]
+        for document in todo:
+            computed.append(scan_document(document, matcher))
+            progress.update(1)
     progress.close()
     fresh = iter(computed)
     scans = [scan or next(fresh) for scan in found]
@@ -363,6 +414,7 @@ def scan_all(
         cache.scans = {
             digest: cache.scans[digest] if was_cached is not None else scan_to_json(new)
             for digest, was_cached, new in zip(hashes, found, scans, strict=True)
+            if was_cached is not None or new.paper_id not in failed
         }
     return scans, len(documents) - len(todo), probed
 

@@ -18,7 +18,10 @@ WorkersOption = Annotated[
     int | None,
     typer.Option(
         "--workers",
-        help="Processes for the per-paper work (default: one per CPU; 1 = no pool).",
+        help=(
+            "Worker processes for the per-paper work (default: one per CPU; one below 400 "
+            "papers; 0 = in this process, without graph.paper_timeout_seconds)."
+        ),
     ),
 ]
 

@@ -4,12 +4,15 @@
 (:func:`~pipelines.graph.build.build_graph`, reusing the per-paper cache of
 :mod:`pipelines.graph.cache`), writes ``data/graph/{concepts,edges,mentions}.parquet``
 atomically through the table contract and the counts to ``metrics/graph.json``;
-``mathembed graph`` runs it.
+``mathembed graph`` runs it. A paper whose per-paper work raises, kills its worker or runs
+past ``graph.paper_timeout_seconds`` is recorded in ``data/quarantine/graph/`` and left
+out of the graph; the next run tries it again.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from collections import defaultdict
 
 import pandas as pd
@@ -129,6 +132,25 @@ def make_extractor(params: GraphParams, paths: Paths) -> Extractor:
     )
 
 
+#: Marks the quarantine records of failed per-paper work (the LLM extractor writes others).
+WORK_FAILED = "per_paper_work_failed"
+
+
+def quarantine_failures(paths: Paths, paper_ids: list[str], failed: dict[str, str]) -> None:
+    """A record in ``data/quarantine/graph/`` for each paper whose per-paper work failed;
+    such a record of an earlier run removed once the paper's work went through."""
+    for paper_id in paper_ids:
+        record = io.quarantine_record_path(paths.quarantine, "graph", paper_id)
+        if paper_id in failed:
+            print(f"graph: quarantined {paper_id}: {failed[paper_id]}", file=sys.stderr)
+            details = {"paper_id": paper_id, WORK_FAILED: True}
+            io.quarantine(paths.quarantine, "graph", paper_id, failed[paper_id], details=details)
+        elif record.is_file() and io.read_quarantine_record(record).get("details", {}).get(
+            WORK_FAILED
+        ):
+            record.unlink()
+
+
 def run_graph(
     params: GraphParams,
     paths: Paths,
@@ -140,10 +162,12 @@ def run_graph(
     reusing and then updating the per-paper cache at
     :func:`~pipelines.graph.cache.cache_path`.
 
-    ``workers`` processes (default: one per CPU) share the per-paper work on a corpus of
-    at least :data:`~pipelines.graph.workers.MIN_PAPERS_FOR_POOL` papers; a script calling
-    this with more than one needs the usual ``if __name__ == "__main__":`` guard
-    (processes are spawned).
+    The per-paper work runs in worker processes, each paper stopped past
+    ``params.paper_timeout_seconds``: ``workers`` of them (default: one per CPU) on a
+    corpus of at least :data:`~pipelines.graph.workers.MIN_PAPERS_FOR_POOL` papers, one
+    below; ``workers=0`` runs it in this process, without the budget. A script calling
+    this needs the usual ``if __name__ == "__main__":`` guard (workers come from a
+    forkserver).
     """
     io.ensure_quarantine(paths.quarantine, "graph")
     papers, chunks, statements = read_processed(paths)
@@ -154,8 +178,10 @@ def run_graph(
         extractor or make_extractor(params, paths),
         params,
         workers=workers if workers is not None else (os.cpu_count() or 1),
+        paper_timeout_seconds=None if workers == 0 else params.paper_timeout_seconds,
         cache=cache,
     )
+    quarantine_failures(paths, [document.paper_id for document in documents], report.quarantined)
     write_table(TABLES["concepts"].path(paths), graph.concepts, CONCEPTS_SCHEMA)
     write_table(TABLES["edges"].path(paths), graph.edges, EDGES_SCHEMA)
     write_table(TABLES["mentions"].path(paths), graph.mentions, MENTIONS_SCHEMA)

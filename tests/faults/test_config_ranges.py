@@ -51,6 +51,8 @@ OUT_OF_RANGE: list[tuple[str, str, Any]] = [
     ("graph", "llm_timeout_seconds", 0.0),
     ("graph", "llm_backoff_seconds", -1.0),
     ("graph", "cooccurrence_min_papers", 0),
+    ("graph", "paper_timeout_seconds", 0.5),
+    ("graph", "paper_timeout_seconds", float("inf")),
     ("pairs", "max_chunks_per_concept", 0),
     ("pairs", "max_edge_pairs", -1),
     ("pairs", "held_out_fraction", 1.5),

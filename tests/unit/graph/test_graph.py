@@ -1085,7 +1085,8 @@ class CountingExtractor(RulesExtractor):
 
 @pytest.fixture
 def scan_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The paper ids ``scan_document`` is called on (in this process)."""
+    """The paper ids ``scan_document`` is called on (in this process: a test that counts
+    runs the graph with ``workers=0``, not in worker processes)."""
     import pipelines.graph.cache as graph_module
 
     calls: list[str] = []
@@ -1174,12 +1175,12 @@ def test_an_unchanged_rerun_extracts_and_scans_nothing(
     tmp_path: Path, scan_calls: list[str]
 ) -> None:
     paths = write_processed(tmp_path)
-    run_graph(GraphParams(), paths, extractor=CountingExtractor(), workers=1)
+    run_graph(GraphParams(), paths, extractor=CountingExtractor(), workers=0)
     first = graph_bytes(paths)
     assert len(scan_calls) == 5
     scan_calls.clear()
     extractor = CountingExtractor()
-    report = run_graph(GraphParams(), paths, extractor=extractor, workers=1)
+    report = run_graph(GraphParams(), paths, extractor=extractor, workers=0)
 
     assert extractor.calls == 0 and scan_calls == []
     assert graph_bytes(paths) == first
@@ -1231,11 +1232,11 @@ def test_a_code_change_invalidates_extractions_and_scans(
     import pipelines.graph.cache as graph_module
 
     paths = write_processed(tmp_path)
-    run_graph(GraphParams(), paths, extractor=CountingExtractor(), workers=1)
+    run_graph(GraphParams(), paths, extractor=CountingExtractor(), workers=0)
     scan_calls.clear()
     monkeypatch.setattr(graph_module, "code_fingerprint", lambda: "edited")
     extractor = CountingExtractor()
-    run_graph(GraphParams(), paths, extractor=extractor, workers=1)
+    run_graph(GraphParams(), paths, extractor=extractor, workers=0)
     assert extractor.calls == 5 and len(scan_calls) == 5
 
 
@@ -1320,7 +1321,7 @@ def test_a_damaged_scan_entry_is_recomputed(
     tmp_path: Path, damage: dict[str, Any], scan_calls: list[str]
 ) -> None:
     paths = write_processed(tmp_path)
-    run_graph(GraphParams(), paths, extractor=CountingExtractor(), workers=1)
+    run_graph(GraphParams(), paths, extractor=CountingExtractor(), workers=0)
     first = graph_bytes(paths)
     cached = json.loads(cache_path(paths).read_text())
     # A paper with statements, so that dropping them is damage.
@@ -1328,6 +1329,6 @@ def test_a_damaged_scan_entry_is_recomputed(
     cached["scans"][digest].update(damage)
     io.write_text(cache_path(paths), json.dumps(cached))
     scan_calls.clear()
-    run_graph(GraphParams(), paths, extractor=CountingExtractor(), workers=1)
+    run_graph(GraphParams(), paths, extractor=CountingExtractor(), workers=0)
     assert len(scan_calls) == 1
     assert graph_bytes(paths) == first
