@@ -1,7 +1,7 @@
 """Hybrid search (the model's ranking fused with BM25's) against the model alone, on the eval set.
 
 Not a test: nothing here asserts. It decides whether ``serve-search`` should rank hybrid by
-default (``pipelines/search/lexical.py``) and records why, in
+default (``pipelines/common/lexical.py``) and records why, in
 ``benchmarks/results/hybrid.json``. It runs on a project where the pipeline has run
 (``--project``, default the checkout after ``make demo``): the eval set evaluate scored
 (``data/validated``: passages, queries, judgments), the candidate and base model with the
@@ -59,7 +59,7 @@ from pipelines.evaluate.sources import (  # noqa: E402
     read_model_metadata,
 )
 from pipelines.search.index import PassageIndex  # noqa: E402
-from pipelines.search.lexical import FUSION_DEPTH, RRF_K, LexicalIndex, fuse  # noqa: E402
+from pipelines.common.lexical import FUSION_DEPTH, RRF_K, LexicalIndex, fuse  # noqa: E402
 
 RESULTS = REPO_ROOT / "benchmarks" / "results" / "hybrid.json"
 K = 10

@@ -303,6 +303,18 @@ class PairsParams(_Section):
     max_relevant_share: Annotated[Float, Range(0, 1, low_open=True)] = FROM_PARAMS_YAML
     hard_negatives: Bool = FROM_PARAMS_YAML
     max_structure_pairs: Annotated[Int, Range(0)] = FROM_PARAMS_YAML  # 0: none
+    # Descriptions written by people (pipelines.pairs.descriptions): training pairs, and
+    # the ``described`` eval set from the held-out statements' slogans and citing sentences.
+    # 0: no statement held out (no described set); 1: none left to train on.
+    held_out_statement_fraction: Annotated[Float, Range(0, 1, high_open=True)] = (
+        FROM_PARAMS_YAML
+    )
+    max_citing_pairs: Annotated[Int, Range(0)] = FROM_PARAMS_YAML  # 0: none
+    slogan_pairs: Bool = FROM_PARAMS_YAML
+    masked_name_pairs: Bool = FROM_PARAMS_YAML
+    max_cited_statements: Count = FROM_PARAMS_YAML
+    max_description_chars: Annotated[Int, Range(40)] = FROM_PARAMS_YAML
+    described_per_statement: Count = FROM_PARAMS_YAML
 
 
 @_config_errors
@@ -316,6 +328,7 @@ class ValidateParams(_Section):
     max_row_failure_fraction: Annotated[Float, Range(0, 1)] = FROM_PARAMS_YAML
     max_paper_row_failure_fraction: Annotated[Float, Range(0, 1)] = FROM_PARAMS_YAML
     min_queries: Count = FROM_PARAMS_YAML
+    min_described_queries: Annotated[Int, Range(0)] = FROM_PARAMS_YAML  # 0: none required
     max_query_relevant_share: Annotated[Float, Range(0, 1, low_open=True)] = FROM_PARAMS_YAML
 
 
@@ -377,6 +390,9 @@ class PromoteParams(_Section):
     test_method: Literal["randomization", "bootstrap", "t"] = FROM_PARAMS_YAML
     n_resamples: Count = FROM_PARAMS_YAML
     seed: Seed = FROM_PARAMS_YAML
+    # Which set decides (pipelines.promote.scoring): "meaning" (masked + described pooled;
+    # the named set must then show no significant loss) or "named" alone.
+    gate: Literal["meaning", "named"] = FROM_PARAMS_YAML
     lock_timeout_seconds: Seconds = FROM_PARAMS_YAML
     server_timeout_seconds: Seconds = FROM_PARAMS_YAML
 

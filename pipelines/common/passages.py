@@ -1,9 +1,15 @@
-"""Where a statement sits among its paper's passages (prepare cuts both from one text)."""
+"""Where a statement sits among its paper's passages (prepare cuts both from one text), and
+what stands in a passage's text for a citation and a cross-reference."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+
+#: What a passage holds where its LaTeX cited a work (``\\cite``) or referred to a label
+#: (``\\ref`` and its kin): keeps the sentence readable ("proved in [cite]").
+CITE_PLACEHOLDER = "[cite]"
+REF_PLACEHOLDER = "[ref]"
 
 # The start of a statement searched for first: long enough to be specific...
 PROBE_CHARS = 50

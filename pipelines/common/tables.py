@@ -41,9 +41,27 @@ CONCEPT_TYPES: tuple[str, ...] = get_args(ConceptType)
 RELATIONS: tuple[str, ...] = get_args(Relation)
 EVIDENCE_ORDER: tuple[str, ...] = get_args(Evidence)  # strongest first
 
-PAIR_KINDS = ("name", "description", "edge", "statement", "proof", "citation")
+PAIR_KINDS = (
+    "name",
+    "description",
+    "masked_name",  # a name -> its defining passage with the name masked out
+    "edge",
+    "statement",
+    "proof",
+    "citation",
+    "slogan",  # a statement's slogan -> the statement
+    "citing",  # a sentence citing a statement -> the statement
+)
 #: Pair kinds whose positive is a statement (or its proof), not a passage.
-STATEMENT_PAIR_KINDS = ("statement", "proof", "citation")
+STATEMENT_PAIR_KINDS = ("statement", "proof", "citation", "slogan", "citing")
+#: The evaluation sets the pairs stage writes (queries' ``set``): a held-out concept's
+#: name -> its defining passage; a description people wrote (a slogan, a citing sentence)
+#: -> the held-out statement it describes. evaluate derives a third, ``masked``: the named
+#: queries against their relevant passages with the name masked out.
+STORED_QUERY_SETS = ("named", "described")
+QUERY_SETS = ("named", "masked", "described")
+#: The sets the promotion gate is about: found from words other than their own.
+MEANING_SETS = ("masked", "described")
 SPLITS = ("train", "validation")
 
 # -- Arrow schemas ------------------------------------------------------------------------
@@ -63,6 +81,11 @@ PAPERS_SCHEMA = pa.schema(
         ("content_hash", pa.string()),
         ("n_chunks", pa.int64()),
         ("n_statements", pa.int64()),
+        # the sentences that cite a label by \ref, cleaned (pipelines.prepare.citations),
+        # and the labels each one cites, comma-separated (\cref{a,b} splits at commas, so
+        # a label never holds one): a paper's own descriptions of the statements it uses
+        ("citing_sentences", pa.list_(pa.string())),
+        ("citing_labels", pa.list_(pa.string())),
     ]
 )
 CHUNKS_SCHEMA = pa.schema(
@@ -88,6 +111,7 @@ STATEMENTS_SCHEMA = pa.schema(
         ("terms", pa.list_(pa.string())),
         ("refs", pa.list_(pa.string())),
         ("proof", pa.string()),  # the proof that follows it, cleaned; "" when none
+        ("slogan", pa.string()),  # a one-line summary its authors wrote beside it; "" when none
     ]
 )
 CONCEPTS_SCHEMA = pa.schema(
@@ -131,7 +155,15 @@ PAIRS_SCHEMA = pa.schema(
     ]
 )
 QUERIES_SCHEMA = pa.schema(
-    [("query_id", pa.string()), ("concept", pa.string()), ("text", pa.string())]
+    [
+        ("query_id", pa.string()),
+        ("concept", pa.string()),  # named: the concept's key; described: the statement's id
+        ("text", pa.string()),
+        ("set", pa.string()),  # one of STORED_QUERY_SETS
+        # passages not ranked for this query: a citing sentence's own passage (it holds
+        # the query's words but is not what the query asks for)
+        ("exclude", pa.list_(pa.string())),
+    ]
 )
 QRELS_SCHEMA = pa.schema(
     [

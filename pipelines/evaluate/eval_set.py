@@ -1,17 +1,25 @@
 """The evaluation set: the validated corpus, the held-out queries and their judgments,
 checked against each other and indexed by corpus row.
 
-Subsets. ``all`` scores every query with a relevant chunk. ``seen`` and ``unseen`` score
-the queries against only the relevant chunks from seen / unseen papers (the qrels'
-``unseen`` flag: papers whose chunks were never training positives); the *other* side's
-relevant chunks are removed from the ranking rather than counted as misses, because
-ranking a relevant passage first is not an error.
+Sets (:data:`pipelines.common.tables.QUERY_SETS`). ``named``: a held-out concept's name ->
+its defining passage. ``masked``: the same queries against a corpus in which every
+relevant passage of a named query has that query's name masked out
+(:mod:`pipelines.common.masking`; :attr:`EvalSet.masked_texts`), so only its meaning
+can find it. ``described``: a description people wrote (a slogan, a citing sentence) ->
+the held-out statement it describes; the passage a citing sentence sits in holds the
+query's own words and is not ranked for it (the query's ``exclude``).
+
+Subsets of ``named``: ``seen`` and ``unseen`` score the queries against only the relevant
+chunks from seen / unseen papers (the qrels' ``unseen`` flag: papers whose chunks were
+never training positives); the *other* side's relevant chunks are removed from the
+ranking rather than counted as misses, because ranking a relevant passage first is not an
+error.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +28,14 @@ import numpy.typing as npt
 import pandas as pd
 
 from pipelines.common import io
+from pipelines.common.masking import mask_name
 from pipelines.common.paths import Paths
-from pipelines.common.tables import TABLES
+from pipelines.common.tables import QUERY_SETS, TABLES
 
 SUBSETS = ("seen", "unseen")
+NAMED = "named"
+MASKED = "masked"
+DESCRIBED = "described"
 #: The validated tables an evaluation reads: the passages, the queries, their judgments.
 EVAL_TABLES = ("chunks", "queries", "qrels")
 REPRO_HINT = "run `make repro` (dvc repro validate) to rebuild data/validated/"
@@ -53,26 +65,92 @@ class EvalSet:
     qrels: list[dict[int, int]]
     unseen_docs: list[frozenset[int]]
     queries_without_relevant: list[str]
+    # Per query its set, and the corpus rows not ranked for it; built in code without them,
+    # every query is named and nothing is left out.
+    query_sets: list[str] = field(default_factory=list)
+    excluded: list[frozenset[int]] = field(default_factory=list)
+    masked_texts: dict[int, str] = field(default_factory=dict)  # row -> text, changed rows
+
+    def __post_init__(self) -> None:
+        if not self.query_sets:
+            object.__setattr__(self, "query_sets", [NAMED] * len(self.query_ids))
+        if not self.excluded:
+            object.__setattr__(self, "excluded", [frozenset()] * len(self.query_ids))
+
+    def rows_of(self, query_set: str) -> list[int]:
+        """The query rows of one stored set (``masked`` asks the ``named`` queries)."""
+        stored = NAMED if query_set == MASKED else query_set
+        return [row for row, name in enumerate(self.query_sets) if name == stored]
 
     def subset(self, name: str) -> Subset:
-        """``all``, or the queries scored only against ``seen`` / ``unseen`` relevant chunks."""
-        if name == "all":
-            rows = np.arange(len(self.query_ids), dtype=np.int64)
-            return Subset(name, rows, list(self.qrels), [frozenset()] * len(rows))
+        """A set of :data:`QUERY_SETS`, or the named queries scored only against ``seen`` /
+        ``unseen`` relevant chunks. ``masked`` is scored against :meth:`masked_corpus`."""
+        if name in QUERY_SETS:
+            rows = self.rows_of(name)
+            return Subset(
+                name,
+                np.asarray(rows, dtype=np.int64),
+                [self.qrels[row] for row in rows],
+                [self.excluded[row] for row in rows],
+            )
         if name not in SUBSETS:
-            raise ValueError(f"unknown subset {name!r}; expected 'all' or one of {SUBSETS}")
+            raise ValueError(f"unknown subset {name!r}; expected one of {QUERY_SETS + SUBSETS}")
         keep_unseen = name == "unseen"
         rows_kept: list[int] = []
         qrels: list[dict[int, int]] = []
         excluded: list[frozenset[int]] = []
-        for row, (judged, unseen) in enumerate(zip(self.qrels, self.unseen_docs, strict=True)):
+        for row in self.rows_of(NAMED):
+            judged, unseen = self.qrels[row], self.unseen_docs[row]
             other_side = {d for d, g in judged.items() if g >= 1 and (d in unseen) != keep_unseen}
             if len(other_side) == sum(1 for g in judged.values() if g >= 1):
                 continue  # no relevant chunk on this side
             rows_kept.append(row)
             qrels.append({doc: g for doc, g in judged.items() if doc not in other_side})
-            excluded.append(frozenset(other_side))
+            excluded.append(frozenset(other_side) | self.excluded[row])
         return Subset(name, np.asarray(rows_kept, dtype=np.int64), qrels, excluded)
+
+    def words_in_relevant(self, query_set: str) -> float:
+        """The share of a set's queries whose text occurs (as a phrase, in any of its
+        surface forms) in one of their relevant passages: how much string matching alone
+        could find."""
+        rows = self.rows_of(query_set)
+        if not rows:
+            return 0.0
+        texts = (
+            {**dict(enumerate(self.corpus_texts)), **self.masked_texts}
+            if query_set == MASKED
+            else dict(enumerate(self.corpus_texts))
+        )
+        found = sum(
+            1
+            for row in rows
+            if any(
+                mask_name(texts[doc], self.query_texts[row]) != texts[doc]
+                for doc, grade in self.qrels[row].items()
+                if grade >= 1
+            )
+        )
+        return found / len(rows)
+
+
+def masked_texts(
+    corpus_texts: Sequence[str], query_texts: Sequence[str], qrels: Sequence[dict[int, int]]
+) -> dict[int, str]:
+    """Corpus row -> its text with the names of the queries it is relevant to masked out,
+    for every row that changes (only those are embedded again)."""
+    names_of: dict[int, list[str]] = {}
+    for text, judged in zip(query_texts, qrels, strict=True):
+        for doc, grade in judged.items():
+            if grade >= 1:
+                names_of.setdefault(doc, []).append(text)
+    changed: dict[int, str] = {}
+    for doc, names in sorted(names_of.items()):
+        text = corpus_texts[doc]
+        for name in names:
+            text = mask_name(text, name)
+        if text != corpus_texts[doc]:
+            changed[doc] = text
+    return changed
 
 
 def _require_columns(frame: pd.DataFrame, columns: Sequence[str], path: Path) -> None:
@@ -171,16 +249,36 @@ def build_eval_set(
             f"has a relevant (grade >= 1) chunk; {REPRO_HINT}"
         )
     query_texts = queries["text"].astype(str).tolist()
+    # Tables written before the meaning sets hold named queries only.
+    sets = queries["set"].astype(str).tolist() if "set" in queries else [NAMED] * len(queries)
+    unknown_sets = sorted(set(sets) - set(QUERY_SETS))
+    if unknown_sets:
+        raise ValueError(
+            f"{names['queries']}: unknown query set(s) {unknown_sets}, expected {QUERY_SETS}; "
+            f"{REPRO_HINT}"
+        )
+    exclude = queries["exclude"].tolist() if "exclude" in queries else [[]] * len(queries)
+    excluded = [frozenset(row_of_chunk[c] for c in ids if c in row_of_chunk) for ids in exclude]
+    corpus_texts = chunks["text"].astype(str).tolist()
+    kept_texts = [query_texts[row] for row in scorable]
+    kept_qrels = [judged[row] for row in scorable]
+    kept_sets = [sets[row] for row in scorable]
+    named_rows = [i for i, name in enumerate(kept_sets) if name == NAMED]
     return EvalSet(
         corpus_ids=corpus_ids,
-        corpus_texts=chunks["text"].astype(str).tolist(),
+        corpus_texts=corpus_texts,
         query_ids=[query_ids[row] for row in scorable],
-        query_texts=[query_texts[row] for row in scorable],
-        qrels=[judged[row] for row in scorable],
+        query_texts=kept_texts,
+        qrels=kept_qrels,
         unseen_docs=[frozenset(unseen[row]) for row in scorable],
         queries_without_relevant=[
             query_id for row, query_id in enumerate(query_ids) if row not in scorable_rows
         ],
+        query_sets=kept_sets,
+        excluded=[excluded[row] for row in scorable],
+        masked_texts=masked_texts(
+            corpus_texts, [kept_texts[i] for i in named_rows], [kept_qrels[i] for i in named_rows]
+        ),
     )
 
 

@@ -21,6 +21,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from pipelines.common import io
+from pipelines.common.tables import MEANING_SETS
 from pipelines.common.rounding import (
     round_p_value,
     round_score,
@@ -44,12 +45,15 @@ class PairedTest:
 
 
 def per_query_scores(
-    per_query: pd.DataFrame, model: str, dim: int, metric: str
+    per_query: pd.DataFrame, model: str, dim: int, metric: str, query_set: str = "named"
 ) -> npt.NDArray[np.float64]:
-    """One model's per-query ``metric`` at ``dim``, in query order (for paired tests)."""
+    """One model's per-query ``metric`` at ``dim`` on ``query_set``, in query order (for
+    paired tests)."""
     rows = per_query[
         (per_query["model"] == model) & (per_query["dim"] == dim) & (per_query["metric"] == metric)
     ]
+    if "set" in rows:
+        rows = rows[rows["set"] == query_set]
     if rows.empty:
         raise KeyError(f"no per-query {metric} for model {model!r} at dim {dim}")
     return rows["value"].to_numpy(dtype=np.float64)
@@ -92,6 +96,16 @@ def headline(
     for metric in metrics:
         p_value = paired_p_value(per_query, dim, metric, test) if test else None
         values[f"p_{metric}"] = round_p_value(p_value)
+    # The meaning sets (named is the lines above) side by side: MRR@10 of the candidate,
+    # the base model and BM25, and the candidate's p against the base.
+    for query_set, block in summary.get("sets", {}).items():
+        if query_set not in MEANING_SETS:
+            continue
+        values[f"{query_set}_queries"] = int(block["n_queries"])
+        for row in (CANDIDATE, BASE, "bm25"):
+            score = block["scores"].get(row, {}).get("mrr@10")
+            values[f"{query_set}_{row}_mrr@10"] = None if score is None else round_score(score)
+        values[f"{query_set}_p_mrr@10"] = block["p_value"].get(BASE)
     return values
 
 
@@ -103,7 +117,7 @@ def write_headline(path: Path, values: Mapping[str, Any]) -> None:
 
 def metrics_table(summary: Mapping[str, Any]) -> pd.DataFrame:
     """Every score in ``summary`` (eval.json) as ``subset, model, dim, metric, k, value``."""
-    blocks = [("all", summary)] + [
+    blocks = [("named", summary)] + [
         (subset, block) for subset, block in summary.get("subsets", {}).items()
     ]
     rows: list[tuple[str, str, int, str, int, float]] = []

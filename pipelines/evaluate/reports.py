@@ -104,9 +104,13 @@ def wins_losses_table(
     metrics: Sequence[str],
     model_names: Sequence[str],
 ) -> pd.DataFrame:
-    """One row per query: ``<model>_<metric>`` at ``dim``, and ``delta_<reference>_<metric>``
-    (candidate minus that reference) for every reference model."""
-    table = pd.DataFrame({"query_id": eval_set.query_ids, "query": eval_set.query_texts})
+    """One row per query of a stored set (named, described): ``<model>_<metric>`` at ``dim``,
+    and ``delta_<reference>_<metric>`` (candidate minus that reference) for every reference
+    model."""
+    table = pd.DataFrame(
+        {"query_id": eval_set.query_ids, "query": eval_set.query_texts, "set": eval_set.query_sets}
+    )
+    keys = list(zip(eval_set.query_sets, eval_set.query_ids, strict=True))
     for metric in metrics:
         for model in model_names:
             rows = per_query[
@@ -114,8 +118,11 @@ def wins_losses_table(
                 & (per_query["dim"] == dim)
                 & (per_query["metric"] == metric)
             ]
-            values = dict(zip(rows["query_id"], rows["value"], strict=True))
-            table[f"{model}_{metric}"] = [values.get(q, math.nan) for q in eval_set.query_ids]
+            row_keys = zip(rows["set"], rows["query_id"], strict=True) if "set" in rows else (
+                ("named", query) for query in rows["query_id"]
+            )
+            values = dict(zip(row_keys, rows["value"], strict=True))
+            table[f"{model}_{metric}"] = [values.get(key, math.nan) for key in keys]
         for model in model_names:
             if model != CANDIDATE:
                 table[f"delta_{model}_{metric}"] = (

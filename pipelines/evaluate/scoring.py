@@ -25,8 +25,13 @@ from pipelines.common.embeddings import (
     embed_cached,
     matryoshka,
 )
-from pipelines.evaluate.eval_set import EvalSet, Subset
+from pipelines.common.lexical import LexicalIndex
+from pipelines.evaluate.eval_set import DESCRIBED, MASKED, NAMED, SUBSETS, EvalSet, Subset
 from pipelines.evaluate.sources import ModelSource
+
+#: What :func:`score_eval_set` scores against the corpus as it is; ``masked`` is scored
+#: against the corpus with its names masked out.
+PLAIN_SUBSETS = (NAMED, DESCRIBED, *SUBSETS)
 
 
 @dataclass
@@ -120,6 +125,15 @@ def score_model(
     }
 
 
+@dataclass(frozen=True)
+class EvalEmbeddings:
+    """Full-dimension, unnormalised embeddings of one model on one eval set."""
+
+    queries: Embeddings
+    corpus: Embeddings
+    masked_corpus: Embeddings  # the corpus with the masked set's passages masked
+
+
 def embed_eval_set(
     source: ModelSource,
     eval_set: EvalSet,
@@ -127,8 +141,9 @@ def embed_eval_set(
     cache: EmbeddingCache | None,
     batch_size: int,
     progress: bool = False,
-) -> tuple[Embeddings, Embeddings]:
-    """Full-dimension, unnormalised query and corpus embeddings; the model loads lazily."""
+) -> EvalEmbeddings:
+    """The queries, the corpus and the masked passages; the model loads lazily. Only the
+    passages the masking changed are embedded a second time."""
     model = LazyModel(source.load)
 
     def embed(texts: list[str]) -> Embeddings:
@@ -144,7 +159,93 @@ def embed_eval_set(
         except ValueError as error:
             raise ValueError(f"{source.name} model ({source.info['source']}): {error}") from error
 
-    return embed(eval_set.query_texts), embed(eval_set.corpus_texts)
+    corpus = embed(eval_set.corpus_texts)
+    masked_corpus = corpus
+    masked_rows = sorted(eval_set.masked_texts)
+    if masked_rows:
+        masked_corpus = corpus.copy()
+        masked_corpus[masked_rows] = embed([eval_set.masked_texts[row] for row in masked_rows])
+    return EvalEmbeddings(embed(eval_set.query_texts), corpus, masked_corpus)
+
+
+def score_eval_set(
+    embeddings: EvalEmbeddings,
+    eval_set: EvalSet,
+    *,
+    ks: Sequence[int],
+    dims: Sequence[int],
+    timer: Timer | None = None,
+) -> dict[str, SubsetScores]:
+    """Every set and subset of ``eval_set`` (:data:`PLAIN_SUBSETS` and ``masked``)."""
+    plain = [eval_set.subset(name) for name in PLAIN_SUBSETS]
+    scores = score_model(
+        embeddings.queries, embeddings.corpus, plain, ks=ks, dims=dims, timer=timer
+    )
+    scores |= score_model(
+        embeddings.queries,
+        embeddings.masked_corpus,
+        [eval_set.subset(MASKED)],
+        ks=ks,
+        dims=dims,
+        timer=timer,
+    )
+    return scores
+
+
+#: The dimension key BM25's scores are filed under (it has no embedding dimension).
+LEXICAL_DIM = 0
+
+
+def score_lexical(eval_set: EvalSet, *, ks: Sequence[int]) -> dict[str, SubsetScores]:
+    """BM25 (:class:`~pipelines.common.lexical.LexicalIndex`) on each set, the reference row
+    that says whether a model beats plain word matching; scored like a model, at
+    :data:`LEXICAL_DIM`. A passage BM25 does not match ranks after those it does, by row."""
+    n_docs = len(eval_set.corpus_texts)
+    masked_texts = list(eval_set.corpus_texts)
+    for row, text in eval_set.masked_texts.items():
+        masked_texts[row] = text
+    indexes = {NAMED: LexicalIndex(eval_set.corpus_texts), MASKED: LexicalIndex(masked_texts)}
+    depth = max(effective_ks(ks, n_docs))
+    scores: dict[str, SubsetScores] = {}
+    for name in (NAMED, MASKED, DESCRIBED):
+        subset = eval_set.subset(name)
+        if len(subset.rows) == 0:
+            scores[name] = SubsetScores(0, [], {}, {})
+            continue
+        index = indexes[MASKED if name == MASKED else NAMED]
+        room = n_docs - max(len(excluded) for excluded in subset.excluded)
+        subset_ks = [k for k in effective_ks(ks, n_docs) if k <= room] or [room]
+        search = min(n_docs, depth + max(len(excluded) for excluded in subset.excluded))
+        ranked = np.stack(
+            [
+                _padded(index.top(eval_set.query_texts[row], search)[0], n_docs, search)
+                for row in subset.rows.tolist()
+            ]
+        )
+        local = Subset(name, np.arange(len(subset.rows)), subset.qrels, subset.excluded)
+        rankings = rank_subset(ranked, local, max(subset_ks))
+        result = metrics_rs.evaluate(
+            rankings, subset.qrels, subset_ks, per_query=True, n_docs=n_docs
+        )
+        per_query = dict(result.pop("per_query"))
+        means = {
+            metric: float(value)
+            for metric, value in result.items()
+            if metric not in ("n_queries", "n_skipped")
+        }
+        scores[name] = SubsetScores(
+            len(subset.rows), subset_ks, {LEXICAL_DIM: means}, {LEXICAL_DIM: per_query}
+        )
+    return scores
+
+
+def _padded(rows: list[int], n_docs: int, depth: int) -> npt.NDArray[np.int64]:
+    """``rows`` cut or filled to ``depth``: the places BM25 left go to unmatched passages by
+    row, as a tie at score 0 would."""
+    kept = rows[:depth]
+    seen = set(kept)
+    filler = (doc for doc in range(n_docs) if doc not in seen)
+    return np.asarray(kept + [next(filler) for _ in range(depth - len(kept))], dtype=np.int64)
 
 
 def dim_key(dim: int) -> str:

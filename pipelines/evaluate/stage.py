@@ -62,7 +62,9 @@ from pipelines.common import io
 from pipelines.common.config import EvaluateParams
 from pipelines.common.embeddings import EmbeddingCache
 from pipelines.common.paths import MODEL_METADATA_FILE, Paths
-from pipelines.evaluate.eval_set import SUBSETS, EvalSet, load_eval_set
+from pipelines.common.rounding import round_p_value
+from pipelines.common.tables import QUERY_SETS
+from pipelines.evaluate.eval_set import NAMED, SUBSETS, EvalSet, load_eval_set
 from pipelines.evaluate.headline import (
     TABLE_FILE,
     PairedTest,
@@ -71,7 +73,16 @@ from pipelines.evaluate.headline import (
     write_headline,
 )
 from pipelines.evaluate.reports import write_reports
-from pipelines.evaluate.scoring import SubsetScores, Timer, dim_key, embed_eval_set, score_model
+from pipelines.evaluate.scoring import (
+    LEXICAL_DIM,
+    SubsetScores,
+    Timer,
+    dim_key,
+    embed_eval_set,
+    paired_test_p_value,
+    score_eval_set,
+    score_lexical,
+)
 from pipelines.evaluate.sources import (
     BASE,
     CANDIDATE,
@@ -99,9 +110,14 @@ RESERVED_KEYS = frozenset(
         "subsets",
         "timing_seconds",
         "cache",
+        "sets",
     }
 )
-PER_QUERY_COLUMNS = ["query_id", "model", "dim", "metric", "value"]
+PER_QUERY_COLUMNS = ["set", "query_id", "model", "dim", "metric", "value"]
+#: The reference row of every set: word matching alone (BM25).
+LEXICAL = "bm25"
+#: The metrics each set reports side by side (the full table has every cut-off).
+SET_METRICS = ("mrr@10", "ndcg@10", "recall@10")
 
 
 @dataclass(frozen=True)
@@ -207,7 +223,6 @@ def run_evaluate(
     sources += [local_model_source(name, model_dir) for name, model_dir in extra.items()]
 
     cache = EmbeddingCache(paths.embedding_cache) if params.cache else None
-    subsets = [eval_set.subset("all")] + [eval_set.subset(name) for name in SUBSETS]
     requested_dims = _dims_to_score(params, metadata)
 
     scores: dict[str, dict[str, SubsetScores]] = {}
@@ -215,26 +230,27 @@ def run_evaluate(
     candidate_dims: list[int] = []
     for source in sources:
         started = time.perf_counter()
-        query_embeddings, corpus_embeddings = embed_eval_set(
+        embeddings = embed_eval_set(
             source, eval_set, cache=cache, batch_size=params.batch_size, progress=progress
         )
         timer.add("embedding", started)
-        full_dim = int(corpus_embeddings.shape[1])
+        full_dim = int(embeddings.corpus.shape[1])
         if source.name == CANDIDATE:  # first in ``sources``: it fixes the dims for all
             candidate_dims = _candidate_dims(requested_dims, full_dim, candidate_dir)
         # A reference model is scored at those of the candidate's dims it has.
         dims_of[source.name] = [dim for dim in candidate_dims if dim <= full_dim]
-        scores[source.name] = score_model(
-            query_embeddings,
-            corpus_embeddings,
-            subsets,
-            ks=params.ks,
-            dims=dims_of[source.name],
-            timer=timer,
+        scores[source.name] = score_eval_set(
+            embeddings, eval_set, ks=params.ks, dims=dims_of[source.name], timer=timer
         )
+    started = time.perf_counter()
+    lexical = score_lexical(eval_set, ks=params.ks)
+    timer.add("metrics", started)
 
     summary = build_summary(
         eval_set, scores, dims_of, sources, primary_dim=candidate_dims[0], cache=cache
+    )
+    summary["sets"] = sets_block(
+        eval_set, scores, lexical, dims_of, primary_dim=candidate_dims[0], test=paired_test
     )
     per_query = per_query_frame(eval_set, scores)
     started = time.perf_counter()
@@ -297,12 +313,12 @@ def build_summary(
     cache: EmbeddingCache | None,
 ) -> dict[str, Any]:
     """The eval.json content (its shape is in the module docstring)."""
-    everything = _model_block(scores, "all")
+    everything = _model_block(scores, NAMED)
     summary: dict[str, Any] = {
         "corpus_size": len(eval_set.corpus_ids),
-        "n_queries": len(eval_set.query_ids),
+        "n_queries": scores[CANDIDATE][NAMED].n_queries,
         "queries_without_relevant": len(eval_set.queries_without_relevant),
-        "ks": scores[CANDIDATE]["all"].ks,
+        "ks": scores[CANDIDATE][NAMED].ks,
         "dims": dims_of[CANDIDATE],
         "primary_dim": primary_dim,
         "models": {source.name: source.info for source in sources},
@@ -323,18 +339,100 @@ def build_summary(
     return summary
 
 
+def sets_block(
+    eval_set: EvalSet,
+    scores: Mapping[str, dict[str, SubsetScores]],
+    lexical: Mapping[str, SubsetScores],
+    dims_of: Mapping[str, list[int]],
+    *,
+    primary_dim: int,
+    test: PairedTest | None,
+) -> dict[str, Any]:
+    """Each set side by side at the candidate's full dimension: its size, the share of its
+    queries whose words occur in a relevant passage, every model's and BM25's scores, the
+    candidate's gain over each other row and its paired-test p (null without a test)."""
+    block: dict[str, Any] = {}
+    for query_set in QUERY_SETS:
+        n_queries = scores[CANDIDATE][query_set].n_queries
+        rows: dict[str, dict[str, float]] = {}
+        per_query: dict[str, dict[str, Any]] = {}
+        for model, by_subset in scores.items():
+            dim = primary_dim if primary_dim in dims_of[model] else max(dims_of[model])
+            if n_queries and dim in by_subset[query_set].means:
+                rows[model] = by_subset[query_set].means[dim]
+                per_query[model] = by_subset[query_set].per_query[dim]
+        if n_queries and LEXICAL_DIM in lexical[query_set].means:
+            rows[LEXICAL] = lexical[query_set].means[LEXICAL_DIM]
+            per_query[LEXICAL] = lexical[query_set].per_query[LEXICAL_DIM]
+        candidate = rows.get(CANDIDATE, {})
+        block[query_set] = {
+            "n_queries": n_queries,
+            "words_in_relevant": round(eval_set.words_in_relevant(query_set), 4),
+            "scores": {
+                row: {
+                    metric: round(values[metric], 6) for metric in SET_METRICS if metric in values
+                }
+                for row, values in rows.items()
+            },
+            "delta": {
+                row: {
+                    metric: round(candidate[metric] - values[metric], 6)
+                    for metric in SET_METRICS
+                    if metric in values and metric in candidate
+                }
+                for row, values in rows.items()
+                if row != CANDIDATE
+            },
+            "p_value": {
+                row: _p_value(per_query[CANDIDATE], per_query[row], test)
+                for row in rows
+                if row != CANDIDATE and CANDIDATE in per_query
+            },
+        }
+    return block
+
+
+def _p_value(
+    candidate: Mapping[str, Any], other: Mapping[str, Any], test: PairedTest | None
+) -> float | None:
+    """The paired test's p on per-query MRR@10 (the gate's metric), rounded."""
+    if test is None or "mrr@10" not in candidate or "mrr@10" not in other:
+        return None
+    p_value = paired_test_p_value(
+        candidate["mrr@10"],
+        other["mrr@10"],
+        method=test.method,
+        n_resamples=test.n_resamples,
+        seed=test.seed,
+    )
+    return None if p_value is None else round_p_value(p_value)
+
+
 def per_query_frame(
     eval_set: EvalSet, scores: Mapping[str, dict[str, SubsetScores]]
 ) -> pd.DataFrame:
-    """Subset ``all``'s per-query values as ``query_id, model, dim, metric, value``."""
+    """Each set's per-query values as ``set, query_id, model, dim, metric, value``."""
+    frames = []
+    for query_set in QUERY_SETS:
+        query_ids = [eval_set.query_ids[row] for row in eval_set.rows_of(query_set)]
+        frames += _per_query_rows(query_set, query_ids, scores)
+    frame = pd.concat(frames, ignore_index=True)
+    frame["dim"] = frame["dim"].astype("int64")
+    return frame[PER_QUERY_COLUMNS]
+
+
+def _per_query_rows(
+    query_set: str, query_ids: list[str], scores: Mapping[str, dict[str, SubsetScores]]
+) -> list[pd.DataFrame]:
     frames = []
     for model, by_subset in scores.items():
-        for dim, metrics in by_subset["all"].per_query.items():
+        for dim, metrics in by_subset[query_set].per_query.items():
             for metric, values in metrics.items():
                 frames.append(
                     pd.DataFrame(
                         {
-                            "query_id": eval_set.query_ids,
+                            "set": query_set,
+                            "query_id": query_ids,
                             "model": model,
                             "dim": np.int64(dim),
                             "metric": metric,
@@ -342,6 +440,4 @@ def per_query_frame(
                         }
                     )
                 )
-    frame = pd.concat(frames, ignore_index=True)
-    frame["dim"] = frame["dim"].astype("int64")
-    return frame[PER_QUERY_COLUMNS]
+    return frames

@@ -74,6 +74,7 @@ import pandas as pd
 
 from pipelines.common import io
 from pipelines.common.config import PairsParams
+from pipelines.common.masking import mask_name, names_in
 from pipelines.common.names import (
     SurfaceMatcher,
     match_form,
@@ -90,8 +91,16 @@ from pipelines.common.tables import (
     QRELS_SCHEMA,
     QUERIES_SCHEMA,
     SPLITS,
+    STORED_QUERY_SETS,
     TABLES,
     write_table,
+)
+from pipelines.pairs.descriptions import (
+    STATEMENT_SALT,
+    StatementInfo,
+    build_descriptions,
+    described_counts,
+    statement_key,
 )
 
 PAIR_COLUMNS = PAIRS_SCHEMA.names
@@ -100,9 +109,19 @@ QREL_COLUMNS = QRELS_SCHEMA.names
 HASH_BUCKETS = 1_000_000
 
 REQUIRED_COLUMNS = {
-    "papers": ["paper_id"],
+    "papers": ["paper_id", "citing_sentences", "citing_labels"],
     "chunks": ["chunk_id", "paper_id", "chunk_index", "text"],
-    "statements": ["statement_id", "paper_id", "kind", "name", "label", "text", "refs", "proof"],
+    "statements": [
+        "statement_id",
+        "paper_id",
+        "kind",
+        "name",
+        "label",
+        "text",
+        "refs",
+        "proof",
+        "slogan",
+    ],
     "concepts": ["name", "display_name", "description", "aliases", "papers", "statements"],
     "edges": ["source", "target", "relation"],
     "mentions": ["concept", "chunk_id", "paper_id", "evidence"],
@@ -191,7 +210,7 @@ class _Negatives:
         if not self.enabled or not self.pool:
             return ""
         salt = f"{self.seed}:negative:{kind}:{concept}:{positive_id}"
-        if kind in ("name", "description"):
+        if kind in ("name", "description", "masked_name"):
             text_rank = EVIDENCE_ORDER.index("text")
             hard = sorted(
                 chunk_id
@@ -248,6 +267,20 @@ def build_pairs(
     # What defines or states a held-out concept is never a positive: the model must not
     # have seen any anchor lead to the passages its queries are judged by.
     reserved_statements = {sid for name in held_out for sid in statements_of[name]}
+    # ... and a statement held out for the described set (its slogan, the sentences citing it).
+    reserved_statements |= {
+        statement_id
+        for statement_id, paper_id, label in zip(
+            statements["statement_id"].tolist(),
+            statements["paper_id"].tolist(),
+            statements["label"].tolist(),
+            strict=True,
+        )
+        if in_stable_fraction(
+            f"{STATEMENT_SALT}:{statement_key(paper_id, label, statement_id)}",
+            params.held_out_statement_fraction,
+        )
+    }
     naming: dict[str, set[str]] = defaultdict(set)
     for concept, chunk_id in zip(
         mentions["concept"].tolist(), mentions["chunk_id"].tolist(), strict=True
@@ -255,6 +288,9 @@ def build_pairs(
         naming[concept].add(chunk_id)
     defining = {name: structure.defining(statements_of[name], naming[name]) for name in names}
     reserved_chunks = {chunk_id for name in held_out for chunk_id in defining[name]}
+    reserved_chunks |= {
+        chunk_id for sid in reserved_statements for chunk_id in structure.span_of.get(sid, ())
+    }
 
     chunk_ids = chunks["chunk_id"].tolist()
     chunk_text = dict(zip(chunk_ids, chunks["text"].tolist(), strict=True))
@@ -284,6 +320,10 @@ def build_pairs(
             continue
         for chunk_id in ranked.get(name, [])[: params.max_chunks_per_concept]:
             candidates.append((display[name], chunk_text[chunk_id], "name", name, chunk_id))
+            if params.masked_name_pairs and names_in(chunk_text[chunk_id], display[name]):
+                # The same passage without its term: the model must learn what it says.
+                masked = mask_name(chunk_text[chunk_id], display[name])
+                candidates.append((display[name], masked, "masked_name", name, chunk_id))
             if description[name]:
                 candidates.append(
                     (description[name], chunk_text[chunk_id], "description", name, chunk_id)
@@ -349,6 +389,23 @@ def build_pairs(
     structural.sort(key=lambda pair: _digest(f"{params.seed}:{pair[2]}:{pair[3]}:{pair[4]}"))
     candidates += structural[: params.max_structure_pairs]
 
+    descriptions = build_descriptions(
+        statements,
+        papers,
+        StatementInfo(
+            text=text_of_statement,
+            paper=paper_of_statement,
+            first_passage={sid: span[0] for sid, span in structure.span_of.items() if span},
+            held_out=frozenset(reserved_statements),
+            finders=structure.finders,
+            unseen_papers=frozenset(unseen),
+            paper_of_chunk=chunk_paper,
+        ),
+        params,
+        rank=lambda salt: _digest(f"{params.seed}:{salt}"),
+    )
+    candidates += descriptions.pairs
+
     kept: list[tuple[str, str, str, str, str]] = []
     seen_pairs: set[tuple[str, str]] = set()
     dropped_held_out = 0
@@ -409,7 +466,12 @@ def build_pairs(
         unseen,
         params,
     )
-    queries, qrels = evaluation.queries, evaluation.qrels
+    described_queries = pd.DataFrame(descriptions.queries, columns=QUERY_COLUMNS)
+    queries = pd.concat([evaluation.queries, described_queries], ignore_index=True)
+    qrels = pd.concat(
+        [evaluation.qrels, pd.DataFrame(descriptions.qrels, columns=QREL_COLUMNS)],
+        ignore_index=True,
+    ).astype({"grade": "int64", "unseen": "bool"})
     counts: dict[str, Any] = {
         "papers": len(papers),
         "chunks": len(chunks),
@@ -426,6 +488,8 @@ def build_pairs(
         "statements_without_concept_name": statements_unnamed,
         "pairs": _pair_counts(pairs, len(candidates), dropped_held_out, duplicates),
         "queries": len(queries),
+        "queries_by_set": {name: int((queries["set"] == name).sum()) for name in STORED_QUERY_SETS},
+        "descriptions": described_counts(descriptions),
         "held_out_below_min_degree": evaluation.below_min_degree,
         "held_out_without_relevant": evaluation.without_relevant,
         "held_out_too_broad": evaluation.too_broad,
@@ -480,6 +544,7 @@ class _PaperStructure:
     proof_of: dict[str, str]  # statement_id -> its proof's text
     cited: dict[str, list[str]]  # statement_id -> the statements it (or its proof) cites
     citing: dict[str, list[str]]  # the inverse
+    finders: dict[str, PassageFinder]  # paper_id -> its passages, in order
 
     @classmethod
     def of(cls, chunks: pd.DataFrame, statements: pd.DataFrame) -> _PaperStructure:
@@ -517,7 +582,7 @@ class _PaperStructure:
         cited = cited_statements(
             (sid, paper, label, refs) for sid, paper, label, _t, refs, _p in rows
         )
-        return cls(span_of, proof_span_of, proof_of, cited, citing_statements(cited))
+        return cls(span_of, proof_span_of, proof_of, cited, citing_statements(cited), passages)
 
     def defining(self, statement_ids: Iterable[str], naming: set[str]) -> set[str]:
         """The passages defining or stating a concept: where each of its ``statement_ids``
@@ -608,7 +673,8 @@ def _evaluation_set(
             for chunk_id, grade in sorted(graded.items())
         )
     queries = pd.DataFrame(
-        [(query_id(name), name, display[name]) for name in query_concepts], columns=QUERY_COLUMNS
+        [(query_id(name), name, display[name], "named", []) for name in query_concepts],
+        columns=QUERY_COLUMNS,
     )
     qrels = pd.DataFrame(qrel_rows, columns=QREL_COLUMNS).astype(
         {"grade": "int64", "unseen": "bool"}

@@ -40,6 +40,7 @@ import re
 from dataclasses import dataclass
 
 from pipelines.prepare.chunker import Chunk, block_spans
+from pipelines.prepare.citations import Citation
 from pipelines.prepare.converter import Converter, Section
 from pipelines.prepare.macros import (
     Definitions,
@@ -53,7 +54,8 @@ from pipelines.prepare.statements import Statement
 # Bump when the cleaner's output changes, so that cached per-paper outputs are redone.
 # 2: macro bombs and over-long papers are fatal (quarantined); 3: statements carry their
 # defined terms, cited labels and proof, and passages begin at theorem-like blocks
-CLEANER_VERSION = "3"
+# 4: statements carry their slogan (out of the text), papers their citing sentences
+CLEANER_VERSION = "4"
 BINARY_FRACTION = 0.01  # more control/replacement characters than this → not LaTeX
 # Cleaned text per paper, at most: ~1,500 pages of prose, more than any real e-print (a long
 # monograph cleans to ~1M characters). More is a macro bomb or not a paper; kept, it would
@@ -70,6 +72,7 @@ class CleanedDocument:
     statements: tuple[Statement, ...]
     problems: tuple[str, ...]
     fatal: str | None = None
+    citations: tuple[Citation, ...] = ()
 
     @property
     def text(self) -> str:
@@ -89,6 +92,7 @@ class PreparedDocument:
     problems: tuple[str, ...]
     fatal: str | None
     dropped_short: int = 0
+    citations: tuple[Citation, ...] = ()
 
 
 def prepare_document(
@@ -119,7 +123,9 @@ def prepare_document(
     fatal = None
     if not chunks:
         fatal = f"no passage of at least {min_chunk_chars} characters after cleaning"
-    return PreparedDocument(tuple(chunks), cleaned.statements, cleaned.problems, fatal, dropped)
+    return PreparedDocument(
+        tuple(chunks), cleaned.statements, cleaned.problems, fatal, dropped, cleaned.citations
+    )
 
 
 def clean_latex(source: str) -> CleanedDocument:
@@ -163,4 +169,4 @@ def clean_latex(source: str) -> CleanedDocument:
     sections = converter.sections()
     statements = converter.statements()
     fatal = None if any(section.text for section in sections) else "no text left after cleaning"
-    return CleanedDocument(sections, statements, problems.items(), fatal)
+    return CleanedDocument(sections, statements, problems.items(), fatal, converter.citations())

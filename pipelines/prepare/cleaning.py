@@ -11,6 +11,7 @@ from typing import Any
 from pipelines.common.config import PrepareParams
 from pipelines.common.isolation import Failure, run_isolated
 from pipelines.prepare.chunker import Chunk
+from pipelines.prepare.citations import Citation
 from pipelines.prepare.cleaner import prepare_document
 from pipelines.prepare.converter import clean_inline, clean_paragraphs
 from pipelines.prepare.raw_store import RawPaper
@@ -32,7 +33,13 @@ class PaperOutput:
     short_chunks_dropped: int = 0
 
 
-def paper_row(raw: RawPaper, content_hash: str, n_chunks: int, n_statements: int) -> dict[str, Any]:
+def paper_row(
+    raw: RawPaper,
+    content_hash: str,
+    n_chunks: int,
+    n_statements: int,
+    citations: tuple[Citation, ...] = (),
+) -> dict[str, Any]:
     meta = raw.meta
     return {
         "paper_id": raw.paper_id,
@@ -48,6 +55,8 @@ def paper_row(raw: RawPaper, content_hash: str, n_chunks: int, n_statements: int
         "content_hash": content_hash,
         "n_chunks": n_chunks,
         "n_statements": n_statements,
+        "citing_sentences": [citation.sentence for citation in citations],
+        "citing_labels": [",".join(citation.refs) for citation in citations],
     }
 
 
@@ -69,7 +78,9 @@ def prepare_paper(
         overlap_chars=params.overlap_chars,
         min_chunk_chars=params.min_chunk_chars,
     )
-    row = paper_row(raw, content_hash, len(document.chunks), len(document.statements))
+    row = paper_row(
+        raw, content_hash, len(document.chunks), len(document.statements), document.citations
+    )
     return PaperOutput(
         row,
         document.chunks,

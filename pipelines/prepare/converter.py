@@ -23,6 +23,11 @@ Over 500 lines: one class, whose handlers share the output and the open environm
   statements it builds on), the ``proof`` that follows it and, in a definition, the
   terms its author emphasised (``\\emph{…}``, ``{\\it …}``, ``\\textit``, ``\\textbf``:
   how mathematicians mark the term being defined);
+* every ``\\ref`` also marks its place (:data:`REF_MARK`), so :meth:`Converter.citations`
+  can return the sentences that cite a label, in the authors' own words
+  (:mod:`pipelines.prepare.citations`); a ``slogan`` environment (the Stacks Project's
+  one-line summary of a statement) is taken out of the text and kept as the statement's
+  ``slogan``, a description written by people;
 * ``figure`` / ``table`` keep only their captions; ``tikzpicture``,
   ``thebibliography``, ``verbatim``, ``comment`` and the like are dropped whole; other
   environments keep their content.
@@ -39,6 +44,7 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from pipelines.prepare.citations import Citation, citing_sentences
 from pipelines.prepare.math_text import MATH_ENVIRONMENTS, MATH_ROW_ENVIRONMENTS, clean_math
 from pipelines.prepare.source import (
     CRUDE_MARKUP,
@@ -64,6 +70,7 @@ from pipelines.prepare.vocabulary import (
     REF_PLACEHOLDER,
     SECTION_COMMANDS,
     SKIP_ENVIRONMENTS,
+    SLOGAN_ENVIRONMENTS,
     SYMBOLS,
     TEXT_SYMBOLS,
 )
@@ -110,9 +117,15 @@ class Section:
 BLOCK_MARK = "\ue000"
 
 
+#: Marks where a ``\\ref`` was written, for :meth:`Converter.citations`; like BLOCK_MARK a
+#: private-use character sanitise removes from every source, and removed from every text
+#: the converter returns.
+REF_MARK = "\ue001"
+
+
 def _unmarked(text: str) -> tuple[str, tuple[int, ...]]:
-    """``text`` without block marks, and where they were."""
-    pieces = text.split(BLOCK_MARK)
+    """``text`` without block or ref marks, and where the block marks were."""
+    pieces = text.replace(REF_MARK, "").split(BLOCK_MARK)
     starts, offset = [], len(pieces[0])
     for piece in pieces[1:]:
         starts.append(offset)
@@ -164,6 +177,7 @@ class _PendingStatement:
     refs: list[str] = field(default_factory=list)
     proof: str = ""
     proof_open: bool = False
+    slogan: str = ""
 
 
 @dataclass(frozen=True)
@@ -192,6 +206,7 @@ class Converter:
         self._environments: list[_OpenEnvironment] = []
         self._section_marks: list[tuple[int, str]] = [(0, "")]
         self._statements: list[_PendingStatement] = []
+        self._ref_labels: list[tuple[str, ...]] = []  # per REF_MARK written, in order
         self._words: dict[str, Callable[[str, str, int], int]] = {
             **dict.fromkeys(SECTION_COMMANDS, self._section),
             **dict.fromkeys(HEADING_COMMANDS, self._heading),
@@ -259,10 +274,17 @@ class Converter:
                 terms=tuple(dict.fromkeys(pending.terms)),
                 refs=tuple(dict.fromkeys(pending.refs)),
                 proof=pending.proof,
+                slogan=pending.slogan,
             )
             for pending in self._statements
             if pending.text
         )
+
+    def citations(self) -> tuple[Citation, ...]:
+        """The sentences that cite a label by ``\\ref``, cleaned, with the labels they cite."""
+        self._close_all()
+        marked = normalise_whitespace("".join(self._out).replace(BLOCK_MARK, ""))
+        return citing_sentences(marked, REF_MARK, self._ref_labels)
 
     # -- the main loop
 
@@ -402,6 +424,8 @@ class Converter:
             return self._environment_math(text, name, pos)
         if name in SKIP_ENVIRONMENTS or base in SKIP_ENVIRONMENTS:
             return self._skip_environment(text, name, pos)
+        if base in SLOGAN_ENVIRONMENTS:
+            return self._slogan(text, name, pos)
         if len(self._environments) >= MAX_OPEN_ENVIRONMENTS:
             self._problems.add(f"more than {MAX_OPEN_ENVIRONMENTS} nested environments")
             return pos
@@ -482,7 +506,20 @@ class Converter:
             self._out.append(environment.closer)
 
     def _written_since(self, start: int) -> str:
-        return normalise_whitespace("".join(self._out[start:]).replace(BLOCK_MARK, ""))
+        written = "".join(self._out[start:]).replace(BLOCK_MARK, "").replace(REF_MARK, "")
+        return normalise_whitespace(written)
+
+    def _slogan(self, text: str, name: str, pos: int) -> int:
+        """A slogan leaves the text; the statement it sits in keeps it (the first one)."""
+        found = self._find(text, _environment_end(name), pos)
+        end = len(text) if found is None else found[0]
+        if found is None:
+            self._problems.add(f"\\begin{{{name}}} never closed")
+        slogan = self._fragment(text[pos:end])
+        pending = self._innermost_statement()
+        if pending is not None and slogan and not pending.slogan:
+            pending.slogan = slogan
+        return len(text) if found is None else found[1]
 
     def _close_all(self) -> None:
         while self._environments:
@@ -567,16 +604,19 @@ class Converter:
         return pos
 
     def _ref(self, text: str, name: str, pos: int) -> int:
-        self._out.append(REF_PLACEHOLDER)
+        self._out.append(REF_MARK + REF_PLACEHOLDER)
         while (optional := read_optional(text, pos)) is not None:
             pos = optional[1]
         group = read_group(text, pos, self._problems, f"\\{name}")
         if group is None:
+            self._ref_labels.append(())
             return pos
+        # \cref{a,b} cites several labels at once.
+        labels = tuple(label.strip() for label in group[0].split(",") if label.strip())
+        self._ref_labels.append(labels)
         citing = self._innermost_statement()
         if citing is not None:
-            # \cref{a,b} cites several labels at once.
-            citing.refs.extend(label.strip() for label in group[0].split(",") if label.strip())
+            citing.refs.extend(labels)
         return group[1]
 
     def _innermost_statement(self) -> _PendingStatement | None:
@@ -607,7 +647,7 @@ class Converter:
             if environment.statement >= 0:
                 pending = self._statements[environment.statement]
                 if pending.kind == "definition":
-                    term = " ".join("".join(self._out[start:]).split())
+                    term = " ".join("".join(self._out[start:]).replace(REF_MARK, "").split())
                     if term and len(term) <= MAX_TERM_CHARS:
                         pending.terms.append(term)
                 return

@@ -28,7 +28,7 @@ from pipelines.prepare.source import (
     read_optional,
     skip_spaces,
 )
-from pipelines.prepare.vocabulary import BLUEPRINT_MARKUP
+from pipelines.prepare.vocabulary import BLUEPRINT_MARKUP, SLOGAN_ENVIRONMENTS
 
 MAX_EXPANSION_PASSES = 10
 MAX_EXPANSION_GROWTH = 4  # expanded body may be at most this many times the original (+64 KiB)
@@ -251,7 +251,9 @@ def _parse_newenvironment(text: str, pos: int, definitions: Definitions, problem
     return end_code[1]
 
 
-_PROTECTED_ENVIRONMENTS = frozenset({"document"})
+# A slogan is kept for the converter even where a preamble hides it (the Stacks Project
+# defines it as a comment): it is a statement's summary written by people.
+_PROTECTED_ENVIRONMENTS = frozenset({"document", *SLOGAN_ENVIRONMENTS})
 
 
 def _parse_newtheorem(text: str, pos: int, definitions: Definitions) -> int:

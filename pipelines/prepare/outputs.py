@@ -146,6 +146,7 @@ class Rows:
             self.statements["terms"].append(list(statement.terms))
             self.statements["refs"].append(list(statement.refs))
             self.statements["proof"].append(statement.proof)
+            self.statements["slogan"].append(statement.slogan)
         if len(self.papers["paper_id"]) >= self.BATCH_PAPERS:
             self._flush()
 

@@ -14,7 +14,8 @@ class Statement:
 
     ``terms``: in a definition, the terms its author emphasised (the defined terms);
     ``refs``: the labels the statement and its proof cite; ``proof``: the cleaned text of
-    the proof that follows it ("" when none does).
+    the proof that follows it ("" when none does); ``slogan``: a one-line summary its
+    authors wrote beside it (the Stacks Project's ``slogan`` environment), "" when none.
     """
 
     kind: str
@@ -24,6 +25,7 @@ class Statement:
     terms: tuple[str, ...] = ()
     refs: tuple[str, ...] = ()
     proof: str = ""
+    slogan: str = ""
 
 
 #: Theorem-like environments known without a ``\newtheorem``: name → display name.

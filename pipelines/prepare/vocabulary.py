@@ -3,12 +3,13 @@ rewrites, and the symbols and accents it turns into text."""
 
 from __future__ import annotations
 
+from pipelines.common.passages import CITE_PLACEHOLDER, REF_PLACEHOLDER  # noqa: F401 - re-export
 from pipelines.prepare.source import name_set
 
-CITE_PLACEHOLDER = "[cite]"
-REF_PLACEHOLDER = "[ref]"
-
 SECTION_COMMANDS = frozenset({"section", "chapter", "part"})
+#: A statement's one-line summary by its authors (the Stacks Project's): kept out of the
+#: text, as the statement's ``slogan``.
+SLOGAN_ENVIRONMENTS = frozenset({"slogan"})
 HEADING_COMMANDS = frozenset({"subsection", "subsubsection", "paragraph", "subparagraph"})
 REF_COMMANDS = name_set("ref eqref autoref cref Cref pageref nameref vref Vref labelcref cpageref")
 # Commands whose first arguments are layout (a URL, a colour, a size) and whose last is

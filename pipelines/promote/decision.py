@@ -228,3 +228,50 @@ def _p_value(candidate: Scores, other: Scores, rule: PromoteParams) -> float | N
         n_resamples=rule.n_resamples,
         seed=rule.seed,
     )
+
+
+def guard_named(
+    decision: Decision, candidate: Scores, other: Scores, rule: PromoteParams
+) -> Decision:
+    """A promotion on the meaning sets stands only without a significant loss on the named
+    set (the candidate's mean below the other side's with the paired test's p < alpha):
+    finding statements from other words must not cost finding them by name."""
+    if not decision.promote or not candidate.query_ids:
+        return decision
+    _require_same_queries(candidate, other, decision.compared_against)
+    metric = rule.significance_metric
+    if metric not in candidate.means or metric not in other.means:
+        return decision
+    p_value = _p_value(candidate, other, rule)
+    loss = candidate.means[metric] < other.means[metric]
+    if not (loss and p_value is not None and p_value < rule.alpha):
+        return decision
+    assert p_value is not None
+    return dataclasses.replace(
+        decision,
+        promote=False,
+        reason=(
+            f"not promoted over the {decision.compared_against}: on the named set "
+            f"{metric} {candidate.means[metric]:.4f} < {other.means[metric]:.4f}, a "
+            f"significant loss ({rule.test_method} test {format_p_value(p_value)}); the "
+            f"meaning sets alone said: {decision.reason}"
+        ),
+    )
+
+
+def describe_sets(sets: Mapping[str, Mapping[str, Scores]], side: str, metric: str) -> str:
+    """One line per set: the candidate's ``metric`` against ``side``'s and the base's."""
+    lines = []
+    for name, candidate in sets.get("candidate", {}).items():
+        if not candidate.query_ids or metric not in candidate.means:
+            continue
+        others = [
+            f"{other_side} {sets[other_side][name].means[metric]:.4f}"
+            for other_side in dict.fromkeys((side, "base"))
+            if other_side in sets and metric in sets[other_side][name].means
+        ]
+        lines.append(
+            f"{name} ({len(candidate.query_ids)} queries): {metric} candidate "
+            f"{candidate.means[metric]:.4f}" + (f" vs {', '.join(others)}" if others else "")
+        )
+    return "; ".join(lines)

@@ -47,6 +47,7 @@ untouched, for a rerun.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -60,9 +61,16 @@ from pipelines.common.config import Params
 from pipelines.common.paths import Paths
 from pipelines.common.redact import redact, redact_url
 from pipelines.common.tables import TABLES
+from pipelines.evaluate.eval_set import NAMED
 from pipelines.promote.candidate import Candidate, load_candidate, require_validated
 from pipelines.promote.card import CardFacts, model_card
-from pipelines.promote.decision import Decision, decide, decide_for_champion
+from pipelines.promote.decision import (
+    Decision,
+    decide,
+    decide_for_champion,
+    describe_sets,
+    guard_named,
+)
 from pipelines.promote.headline import NOT_PROMOTED, PROMOTED, promotion_headline
 from pipelines.promote.lock import promotion_lock
 from pipelines.promote.nights import log_night, publish_trend
@@ -77,6 +85,7 @@ from pipelines.promote.run_log import (
     training_run_id,
 )
 from pipelines.promote.scoring import (
+    MEANING,
     ScoredModels,
     champion_source,
     eval_data_hash,
@@ -233,6 +242,21 @@ def _promote_locked(
         decision = decide_for_champion(scored.candidate, scored.base, params.promote)
     else:
         decision = decide(scored.candidate, scored.champion, scored.base, params.promote)
+        if scored.gate == MEANING and scored.sets is not None:
+            other = "champion" if scored.champion is not None else "base"
+            decision = guard_named(
+                decision,
+                scored.sets["candidate"][NAMED],
+                scored.sets[other][NAMED],
+                params.promote,
+            )
+    if scored.sets is not None:
+        side = "champion" if scored.champion is not None else "base"
+        decision = dataclasses.replace(
+            decision,
+            reason=f"{decision.reason} [decided on the {scored.gate} set; "
+            f"{describe_sets(scored.sets, side, params.promote.significance_metric)}]",
+        )
     withdrawn = existing is not None and TAG_ROLLED_BACK in existing.tags
     if withdrawn:
         assert existing is not None

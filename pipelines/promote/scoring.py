@@ -1,9 +1,18 @@
 """The three sides of a promotion decision — candidate, base model, ``@champion`` — scored
 on the validated evaluation set in one run, with the evaluate stage's scoring
 (:mod:`pipelines.evaluate.scoring`): the numbers are the ones ``metrics/eval.json``
-reports for the same data. Embeddings come from the shared cache keyed by model
-fingerprint and texts, so a champion already scored on this data (it was, as a
-candidate) is not even loaded.
+reports for the same data.
+
+Every set is scored (``named``, ``masked``, ``described``) and one more is made of two:
+``meaning``, the ``masked`` and ``described`` queries pooled (their ids prefixed by their
+set), which the gate decides on by default (``promote.gate``): a model must find
+mathematics from words other than its own. Pooled rather than each on its own because on a
+night's corpus each meaning set alone is small (tens of described queries on research
+papers) and two tests at ``alpha`` would need a Bonferroni split; each set's own scores
+and p-values are still reported beside the decision.
+
+Embeddings come from the shared cache keyed by model fingerprint and texts, so a champion
+already scored on this data (it was, as a candidate) is not even loaded.
 """
 
 from __future__ import annotations
@@ -11,13 +20,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from pipelines.common.config import Params
 from pipelines.common.embeddings import EmbeddingCache, TextEncoder
 from pipelines.common.models import ModelLoadError, data_hash
 from pipelines.common.paths import MODEL_METADATA_FILE, Paths
-from pipelines.common.tables import TABLES
+from pipelines.common.tables import MEANING_SETS, QUERY_SETS, TABLES
 from pipelines.evaluate.eval_set import EVAL_TABLES, EvalSet, load_eval_set
-from pipelines.evaluate.scoring import embed_eval_set, score_model
+from pipelines.evaluate.scoring import embed_eval_set, score_eval_set
 from pipelines.evaluate.sources import (
     CANDIDATE,
     ModelSource,
@@ -34,14 +45,23 @@ if TYPE_CHECKING:
     from mlflow.entities.model_registry import ModelVersion
 
 
+MEANING = "meaning"
+#: Every set a promotion scores, the gate's included.
+SCORED_SETS = (*QUERY_SETS, MEANING)
+SetScores = dict[str, Scores]  # set name -> one model's scores on it
+
+
 @dataclass(frozen=True)
 class ScoredModels:
-    """The three sides of a decision, scored on one evaluation set in one run."""
+    """The three sides of a decision, scored on one evaluation set in one run:
+    ``candidate``, ``base`` and ``champion`` on the gate's set, ``sets`` on every set."""
 
     candidate: Scores
     base: Scores
     champion: Scores | None
     eval_data_hash: str
+    gate: str = MEANING
+    sets: dict[str, dict[str, Scores]] | None = None  # side -> set -> scores
 
 
 def score_for_promotion(
@@ -73,8 +93,14 @@ def score_for_promotion(
         )
         for side, source in sources.items()
     }
+    gate = params.promote.gate
     return ScoredModels(
-        scores["candidate"], scores["base"], scores.get("champion"), eval_data_hash(paths)
+        scores["candidate"][gate],
+        scores["base"][gate],
+        scores["champion"][gate] if "champion" in scores else None,
+        eval_data_hash(paths),
+        gate=gate,
+        sets=scores,
     )
 
 
@@ -96,21 +122,42 @@ def _score_source(
     *,
     cache: EmbeddingCache | None,
     batch_size: int,
-) -> Scores:
-    """One model's per-query scores on ``eval_set`` at its full dimension."""
+) -> SetScores:
+    """One model's per-query scores on every set of ``eval_set`` at its full dimension."""
     try:
-        queries, corpus = embed_eval_set(source, eval_set, cache=cache, batch_size=batch_size)
+        embeddings = embed_eval_set(source, eval_set, cache=cache, batch_size=batch_size)
     except ValueError as error:  # already names the model
         raise PromotionRefusedError(str(error)) from error
     except ModelLoadError as error:
         raise PromotionRefusedError(f"{source.name} model: {error}") from error
-    full_dim = int(corpus.shape[1])
-    scored = score_model(
-        queries, corpus, [eval_set.subset("all")], ks=params.evaluate.ks, dims=[full_dim]
-    )["all"]
-    return Scores(
-        tuple(eval_set.query_ids), dict(scored.means[full_dim]), dict(scored.per_query[full_dim])
-    )
+    full_dim = int(embeddings.corpus.shape[1])
+    scored = score_eval_set(embeddings, eval_set, ks=params.evaluate.ks, dims=[full_dim])
+    by_set: SetScores = {}
+    for query_set in QUERY_SETS:
+        ids = tuple(eval_set.query_ids[row] for row in eval_set.rows_of(query_set))
+        found = scored[query_set]
+        by_set[query_set] = Scores(
+            ids,
+            dict(found.means.get(full_dim, {})),
+            dict(found.per_query.get(full_dim, {})),
+        )
+    by_set[MEANING] = pooled([(name, by_set[name]) for name in MEANING_SETS])
+    return by_set
+
+
+def pooled(parts: list[tuple[str, Scores]]) -> Scores:
+    """Several sets' queries as one (ids prefixed by their set), the means over all of them."""
+    ids = tuple(f"{name}:{query}" for name, scores in parts for query in scores.query_ids)
+    answered = [scores for _name, scores in parts if scores.query_ids]
+    if not answered:
+        return Scores((), {}, {})
+    metrics = set.intersection(*(set(scores.per_query) for scores in answered))
+    per_query = {
+        metric: np.concatenate([scores.per_query[metric] for scores in answered])
+        for metric in metrics
+    }
+    means = {metric: float(np.nanmean(values)) for metric, values in per_query.items()}
+    return Scores(ids, means, per_query)
 
 
 def champion_source(registry: Registry, version: ModelVersion) -> ModelSource:

@@ -18,7 +18,7 @@ from pipelines.common.cli import (
     fail,
     params_path,
 )
-from pipelines.search.lexical import DEFAULT_RANKING
+from pipelines.common.lexical import DEFAULT_RANKING
 
 if TYPE_CHECKING:
     from pipelines.search.engine import SearchEngine

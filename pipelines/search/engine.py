@@ -6,7 +6,7 @@ loads it (``mlflow.sentence_transformers``); opens the persistent index of the c
 that version's fingerprint (:mod:`pipelines.search.index`; a missing index is built from
 the embedding cache the evaluate and promote stages fill, so a just-promoted model costs
 no embedding at all); builds the BM25 index of the same passages
-(:mod:`pipelines.search.lexical`); and warms the model up with one query.
+(:mod:`pipelines.common.lexical`); and warms the model up with one query.
 :meth:`SearchEngine.search` then costs one short encode, one matrix-vector product and, when
 hybrid, one BM25 scoring and a reciprocal-rank fusion.
 """
@@ -23,6 +23,14 @@ import numpy.typing as npt
 
 from pipelines.common.config import PromoteParams
 from pipelines.common.embeddings import EmbeddingCache, TextEncoder, embed_cached, embed_texts
+from pipelines.common.lexical import (
+    DEFAULT_RANKING,
+    FUSION_DEPTH,
+    LexicalIndex,
+    Ranking,
+    check_ranking,
+    fuse,
+)
 from pipelines.common.paths import Paths
 from pipelines.common.redact import redact
 from pipelines.promote.errors import NoChampionError, PromotionError
@@ -34,14 +42,6 @@ from pipelines.promote.store import (
     version_fingerprint,
 )
 from pipelines.search.index import IndexUpdate, PassageIndex, index_dir, index_file, sync_index
-from pipelines.search.lexical import (
-    DEFAULT_RANKING,
-    FUSION_DEPTH,
-    LexicalIndex,
-    Ranking,
-    check_ranking,
-    fuse,
-)
 from pipelines.search.query import Corpus, Hit, check_request, read_corpus
 
 if TYPE_CHECKING:

@@ -18,9 +18,9 @@ import pandas as pd
 
 from pipelines.common import io
 from pipelines.common.config import PromoteParams
+from pipelines.common.lexical import DEFAULT_RANKING
 from pipelines.common.paths import Paths
 from pipelines.common.tables import TABLES
-from pipelines.search.lexical import DEFAULT_RANKING
 from pipelines.search.links import paper_url, stacks_chapters
 
 #: The most passages one request may ask for (the page and the API alike).

@@ -25,9 +25,9 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from pipelines.common.lexical import RANKINGS
 from pipelines.search.connections import ConnectionLimits, HeadFirstHandler, PooledHTTPServer
 from pipelines.search.engine import SearchEngine
-from pipelines.search.lexical import RANKINGS
 from pipelines.search.query import MAX_K
 
 log = logging.getLogger(__name__)

@@ -72,18 +72,31 @@ def figures(frame: pd.DataFrame, passages: int) -> dict[str, Any]:
     }
 
 
-def too_few_queries(frame: pd.DataFrame, min_queries: int) -> str:
+#: Each stored query set and the knob that says how many queries it needs.
+MIN_QUERIES_KNOBS = {"named": "min_queries", "described": "min_described_queries"}
+
+
+def of_set(queries: pd.DataFrame, query_set: str) -> pd.DataFrame:
+    """The queries of one stored set (a table without sets holds named queries only)."""
+    if "set" not in queries:
+        return queries if query_set == "named" else queries.iloc[0:0]
+    return queries[queries["set"] == query_set]
+
+
+def too_few_queries(frame: pd.DataFrame, min_queries: int, query_set: str = "named") -> str:
     """The note of a failed query-count check, or "" when at least ``min_queries`` queries
-    have a relevant passage."""
+    of ``query_set`` have a relevant passage."""
     answered = int((frame["relevant"] > 0).sum())
     if answered >= min_queries:
         return ""
+    knob = MIN_QUERIES_KNOBS[query_set]
     return (
-        f"only {answered} quer{'y has' if answered == 1 else 'ies have'} a relevant passage, "
-        f"fewer than validate.min_queries "
+        f"only {answered} {query_set} quer{'y has' if answered == 1 else 'ies have'} a "
+        f"relevant passage, fewer than validate.{knob} "
         f"({min_queries}): a gate on so few queries cannot tell two models apart. Add papers "
-        "(sample.corpus, ingest.max_papers), raise pairs.held_out_fraction, or (a small "
-        "test corpus) lower validate.min_queries; then rerun the pipeline"
+        "(sample.corpus, ingest.max_papers), raise pairs.held_out_fraction (named) or "
+        f"pairs.held_out_statement_fraction (described), or (a small test corpus) lower "
+        f"validate.{knob}; then rerun the pipeline"
     )
 
 

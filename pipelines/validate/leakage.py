@@ -33,13 +33,16 @@ def leakage_masks(
 def held_out_anchor_mask(
     pairs: pd.DataFrame, queries: pd.DataFrame, concepts: pd.DataFrame
 ) -> pd.Series:
-    """Pairs anchored at a held-out concept (one with an eval query): by its name (as
-    normalised), display name, alias or description, or by the pair's ``concept``."""
+    """Pairs anchored at a held-out concept or statement (one with an eval query): by its
+    name (as normalised), display name, alias or description, by a described query's text
+    (a slogan or citing sentence), or by the pair's ``concept``."""
     held_out = set(queries["concept"].tolist())
     held = concepts[concepts["name"].isin(held_out)]
     texts = set(held["display_name"].tolist()) | {
         description for description in held["description"].tolist() if description
     }
+    if "set" in queries:
+        texts |= set(queries.loc[queries["set"] == "described", "text"].tolist())
     keys = set(held_out)
     for aliases in held["aliases"].tolist():
         texts.update(aliases)

@@ -73,6 +73,15 @@ def _chunk_pairs(pairs: pd.DataFrame) -> pd.Series:
     return ~pairs["kind"].isin(STATEMENT_PAIR_KINDS)
 
 
+def _described_queries(queries: pd.DataFrame) -> pd.Series:
+    """A described query's ``concept`` is the statement it describes."""
+    return queries["set"] == "described"
+
+
+def _named_queries(queries: pd.DataFrame) -> pd.Series:
+    return ~_described_queries(queries)
+
+
 #: Every link between the tables.
 REFERENCES: tuple[Reference, ...] = (
     Reference("paper_exists", "chunks", ("paper_id", "version"), "papers", ("paper_id", "version")),
@@ -96,7 +105,15 @@ REFERENCES: tuple[Reference, ...] = (
         ("statement_id",),
         _statement_pairs,
     ),
-    Reference("concept_exists", "queries", ("concept",), "concepts", ("name",)),
+    Reference("concept_exists", "queries", ("concept",), "concepts", ("name",), _named_queries),
+    Reference(
+        "statement_exists",
+        "queries",
+        ("concept",),
+        "statements",
+        ("statement_id",),
+        _described_queries,
+    ),
     Reference("query_exists", "qrels", ("query_id",), "queries", ("query_id",)),
     Reference("chunk_exists", "qrels", ("chunk_id",), "chunks", ("chunk_id",)),
     Reference("has_qrels", "queries", ("query_id",), "qrels", ("query_id",)),

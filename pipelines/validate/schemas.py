@@ -50,6 +50,7 @@ from pipelines.common.tables import (
     SPLITS,
     STATEMENT_KINDS,
     STATEMENT_PAIR_KINDS,
+    STORED_QUERY_SETS,
 )
 
 # -- formats ----------------------------------------------------------------------------
@@ -168,6 +169,8 @@ class PapersSchema(pa.DataFrameModel):
     content_hash: Series[str]
     n_chunks: Series[int] = pa.Field(ge=1)  # an abstract-only paper has its abstract
     n_statements: Series[int] = pa.Field(ge=0)
+    citing_sentences: Series[object]  # the sentences that cite a label, cleaned
+    citing_labels: Series[object]  # ... and the labels each cites, comma-separated
 
     class Config:
         strict = True  # no column beyond the contract's
@@ -183,6 +186,24 @@ class PapersSchema(pa.DataFrameModel):
     @pa.check("categories", name="category_list")
     def _categories(cls, values: pd.Series) -> pd.Series:
         return _string_lists(values, CATEGORY, non_empty=True)
+
+    @pa.check("citing_sentences", "citing_labels", name="string_list")
+    def _citing(cls, values: pd.Series) -> pd.Series:
+        return _string_lists(values, None, non_empty=False)
+
+    @pa.dataframe_check(name="citing_aligned")
+    def _citing_aligned(cls, frame: pd.DataFrame) -> pd.Series:
+        # one label list per sentence
+        return pd.Series(
+            [
+                len(sentences) == len(labels)
+                for sentences, labels in zip(
+                    frame["citing_sentences"], frame["citing_labels"], strict=True
+                )
+            ],
+            index=frame.index,
+            dtype=bool,
+        )
 
     @pa.check("primary_category", name="category_format")
     def _primary_category(cls, values: pd.Series) -> pd.Series:
@@ -262,6 +283,7 @@ class StatementsSchema(pa.DataFrameModel):
     terms: Series[object]  # a definition's emphasised (defined) terms
     refs: Series[object]  # the labels it and its proof cite
     proof: Series[str]  # "" when no proof follows it
+    slogan: Series[str]  # "" when its authors wrote none
 
     class Config:
         strict = True
@@ -427,9 +449,15 @@ class QueriesSchema(pa.DataFrameModel):
     query_id: Series[str]
     concept: Series[str] = pa.Field(str_length={"min_value": 1})
     text: Series[str]
+    set: Series[str] = pa.Field(isin=STORED_QUERY_SETS)
+    exclude: Series[object]  # passages not ranked for this query
 
     class Config:
         strict = True
+
+    @pa.check("exclude", name="chunk_id_list")
+    def _exclude(cls, values: pd.Series) -> pd.Series:
+        return _string_lists(values, CHUNK_ID, non_empty=False)
 
     @pa.check("query_id", name="query_id_format")
     def _query_id(cls, values: pd.Series) -> pd.Series:

@@ -337,13 +337,17 @@ def _eval_shape(
     per_query = eval_shape.query_frame(frames["queries"], frames["qrels"], passages)
     failures: list[CheckFailure] = []
     counts = dict.fromkeys(eval_shape.CHECKS, 0)
-    too_few = eval_shape.too_few_queries(per_query, params.min_queries)
-    if too_few:
-        # The set as a whole fails, not a row of it: every query is counted.
-        counts[eval_shape.MIN_QUERIES_CHECK] = len(per_query)
-        failures.append(
-            CheckFailure("queries", eval_shape.MIN_QUERIES_CHECK, len(per_query), (), too_few)
+    for query_set, knob in eval_shape.MIN_QUERIES_KNOBS.items():
+        of_set = eval_shape.query_frame(
+            eval_shape.of_set(frames["queries"], query_set), frames["qrels"], passages
         )
+        too_few = eval_shape.too_few_queries(of_set, getattr(params, knob), query_set)
+        if too_few:
+            # The set as a whole fails, not a row of it: every query is counted.
+            counts[eval_shape.MIN_QUERIES_CHECK] += len(of_set)
+            failures.append(
+                CheckFailure("queries", eval_shape.MIN_QUERIES_CHECK, len(of_set), (), too_few)
+            )
     crowded = eval_shape.crowded_queries(per_query, passages, params.max_query_relevant_share)
     if not crowded.empty:
         examples, note = eval_shape.describe_crowded(

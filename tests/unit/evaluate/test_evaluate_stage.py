@@ -299,8 +299,17 @@ def test_headline_json_is_the_rounded_primary_dim_with_paired_p_values(
         *("candidate_mrr@10", "base_mrr@10", "delta_mrr@10"),
         *("candidate_ndcg@10", "base_ndcg@10", "delta_ndcg@10"),
         *("p_mrr@10", "p_ndcg@10"),
+        *(
+            f"{query_set}_{key}"
+            for query_set in ("masked", "described")
+            for key in ("queries", "candidate_mrr@10", "base_mrr@10", "bm25_mrr@10", "p_mrr@10")
+        ),
     ]
     assert headline["queries"] == 10
+    assert headline["masked_queries"] == 10
+    assert headline["described_queries"] == 0 and headline["described_candidate_mrr@10"] is None
+    masked = report.summary["sets"]["masked"]["scores"]["candidate"]["mrr@10"]
+    assert headline["masked_candidate_mrr@10"] == round(masked, 4)
     summary, per_query = report.summary, report.per_query
     for metric in ("mrr@10", "ndcg@10"):
         candidate = summary["candidate"]["dim_32"][metric]
@@ -316,7 +325,7 @@ def test_headline_json_is_the_rounded_primary_dim_with_paired_p_values(
             seed=7,
         )["p_value"]
         assert headline[f"p_{metric}"] == float(f"{expected:.2g}")
-    assert len(text) < 400  # a DVC metric a person reads whole
+    assert len(text) < 800  # a DVC metric a person reads whole
 
 
 def test_metrics_csv_is_every_score_of_eval_json_as_a_tidy_table(
@@ -330,12 +339,12 @@ def test_metrics_csv_is_every_score_of_eval_json_as_a_tidy_table(
     assert len(table) == 3 * 3 * len(DIMS) * 18
     assert not table.duplicated(["subset", "model", "dim", "metric", "k"]).any()
     for row in table.itertuples():
-        block = summary if row.subset == "all" else summary["subsets"][row.subset]
+        block = summary if row.subset == "named" else summary["subsets"][row.subset]
         expected = block[row.model][f"dim_{row.dim}"][f"{row.metric}@{row.k}"]
         assert row.value == pytest.approx(expected, abs=1e-12)
     # Cut-offs sort as numbers: @1, @5, @10 (not the text order @1, @10, @5).
     candidate_mrr = table[
-        (table["subset"] == "all")
+        (table["subset"] == "named")
         & (table["model"] == "candidate")
         & (table["dim"] == 32)
         & (table["metric"] == "mrr")
@@ -348,7 +357,10 @@ def test_per_query_table_is_aligned_with_the_queries(
 ) -> None:
     root, report = evaluated
     table = pd.read_parquet(root / "metrics" / "eval_per_query.parquet")
-    assert list(table.columns) == ["query_id", "model", "dim", "metric", "value"]
+    assert list(table.columns) == ["set", "query_id", "model", "dim", "metric", "value"]
+    # named queries only here; masked asks the same ones against the masked corpus
+    assert set(table["set"]) == {"named", "masked"}
+    table = table[table["set"] == "named"]
     assert str(table["dim"].dtype) == "int64" and str(table["value"].dtype) == "float64"
     query_ids = synthetic_tables()[1]["query_id"].tolist()
     summary = report.summary
@@ -445,13 +457,13 @@ def test_cache_prevents_re_embedding_across_runs(
 ) -> None:
     root = make_root(tmp_path, models)
     first = run_evaluate(PARAMS, Paths(root), outputs=no_figures(root), progress=False)
-    assert encode_calls["encode"] == 4  # 2 models x (queries, corpus)
-    assert first.summary["cache"] == {"hits": 0, "misses": 4}
+    assert encode_calls["encode"] == 6  # 2 models x (queries, corpus, masked passages)
+    assert first.summary["cache"] == {"hits": 0, "misses": 6}
 
     encode_calls.update(encode=0, load=0)
     second = run_evaluate(PARAMS, Paths(root), outputs=no_figures(root), progress=False)
     assert encode_calls == {"encode": 0, "load": 0}  # all cached: no model even loaded
-    assert second.summary["cache"] == {"hits": 4, "misses": 0}
+    assert second.summary["cache"] == {"hits": 6, "misses": 0}
     for model in ("candidate", "base"):
         assert second.summary[model] == first.summary[model]
 
@@ -462,7 +474,7 @@ def test_cache_prevents_re_embedding_across_runs(
     encode_calls.update(encode=0, load=0)
     third = run_evaluate(PARAMS, Paths(root), outputs=no_figures(root), progress=False)
     assert encode_calls["encode"] == 2
-    assert third.summary["cache"] == {"hits": 2, "misses": 2}
+    assert third.summary["cache"] == {"hits": 4, "misses": 2}
 
 
 def test_without_the_cache_every_run_embeds(
@@ -472,7 +484,7 @@ def test_without_the_cache_every_run_embeds(
     params = EvaluateParams(ks=(1, 5), dims=(16,), batch_size=8, cache=False)
     run_evaluate(params, Paths(root), outputs=no_figures(root), progress=False)
     run_evaluate(params, Paths(root), outputs=no_figures(root), progress=False)
-    assert encode_calls["encode"] == 8
+    assert encode_calls["encode"] == 12  # 2 runs x 2 models x (queries, corpus, masked)
     assert not (root / "data" / "cache").exists()
 
 
@@ -562,10 +574,10 @@ def test_subset_removes_the_other_side_s_relevant_chunks_from_the_ranking() -> N
         unseen_docs=[frozenset({1})],
         queries_without_relevant=[],
     )
-    subsets = [eval_set.subset(name) for name in ("all", "seen", "unseen")]
+    subsets = [eval_set.subset(name) for name in ("named", "seen", "unseen")]
     scores = scoring.score_model(query, corpus, subsets, ks=[1, 2], dims=[5])
-    assert scores["all"].means[5]["mrr@2"] == 1.0
-    assert scores["all"].means[5]["recall@2"] == 1.0
+    assert scores["named"].means[5]["mrr@2"] == 1.0
+    assert scores["named"].means[5]["recall@2"] == 1.0
     # Unseen: row 0 is relevant (just not from an unseen paper), so it is dropped from the
     # ranking rather than counted as a miss; row 1 comes first.
     assert scores["unseen"].means[5]["mrr@1"] == 1.0

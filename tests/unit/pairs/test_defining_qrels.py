@@ -110,6 +110,9 @@ def params(**changes: Any) -> PairsParams:
         "max_relevant_share": 1.0,
         "hard_negatives": True,
         "max_structure_pairs": 1000,
+        # the concepts' structure alone: descriptions and masked names have their own tests
+        "held_out_statement_fraction": 0.0,
+        "masked_name_pairs": False,
     }
     settings.update(changes)
     return PairsParams(**settings)

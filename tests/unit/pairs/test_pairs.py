@@ -45,6 +45,9 @@ PARAMS = PairsParams(
     seed=13,
     qrels_scope="unnamed",
     max_relevant_share=1.0,
+    # the concepts alone: descriptions and masked names have their own tests
+    held_out_statement_fraction=0.0,
+    masked_name_pairs=False,
 )
 
 
@@ -103,6 +106,7 @@ def generated(n_papers: int, n_concepts: int, *, seed: int = 3) -> Tables:
                 "text": f"A {display_of(names[about[0]])} is defined in {paper_id}.",
                 "refs": [],
                 "proof": "",
+                "slogan": "",
             }
         )
         statements.append(
@@ -115,6 +119,7 @@ def generated(n_papers: int, n_concepts: int, *, seed: int = 3) -> Tables:
                 "text": f"Everything in {paper_id} holds.",
                 "refs": [],
                 "proof": "",
+                "slogan": "",
             }
         )
     edges = []
@@ -143,7 +148,13 @@ def generated(n_papers: int, n_concepts: int, *, seed: int = 3) -> Tables:
         }
     )
     return {
-        "papers": pd.DataFrame({"paper_id": papers}),
+        "papers": pd.DataFrame(
+            {
+                "paper_id": papers,
+                "citing_sentences": [[] for _ in papers],
+                "citing_labels": [[] for _ in papers],
+            }
+        ),
         "chunks": pd.DataFrame(chunks),
         "statements": pd.DataFrame(statements),
         "concepts": concepts,
@@ -288,6 +299,7 @@ def test_statement_named_like_a_held_out_concept_is_dropped() -> None:
                 "text": "A definition by another name.",
                 "refs": [],
                 "proof": "",
+                "slogan": "",
             }
         ]
     )
@@ -352,6 +364,7 @@ def test_exact_caps_on_a_small_graph() -> None:
         held_out_fraction=0.0,
         unseen_paper_fraction=0.0,
         validation_fraction=0.0,
+        masked_name_pairs=False,
     )
     pairs = build(tables, params).pairs
     counts = pairs.groupby(["kind", "concept"]).size().to_dict()
@@ -474,8 +487,9 @@ def test_queries_are_held_out_concepts_with_enough_papers_and_a_relevant_chunk(
         + counts["held_out_without_relevant"]
     )
     display = big["concepts"].set_index("name")["display_name"]
-    for qid, concept, text in result.queries.itertuples(index=False):
+    for qid, concept, text, query_set, exclude in result.queries.itertuples(index=False):
         assert qid == query_id(concept) and text == display[concept]
+        assert query_set == "named" and list(exclude) == []
 
 
 def test_qrels_types_and_grade(big_result: PairsResult) -> None:
@@ -609,7 +623,7 @@ def test_run_pairs_writes_tables_and_counts_that_add_up(tmp_path: Path, big: Tab
     queries = io.read_parquet(paths.eval / "queries.parquet")
     qrels = io.read_parquet(paths.eval / "qrels.parquet")
     assert list(pairs.columns) == PAIRS_SCHEMA.names
-    assert list(queries.columns) == ["query_id", "concept", "text"]
+    assert list(queries.columns) == ["query_id", "concept", "text", "set", "exclude"]
     assert list(qrels.columns) == ["query_id", "chunk_id", "grade", "unseen"]
     data = json.loads((paths.metrics / "data.json").read_text())
     assert data["papers"] == 300 and data["chunks"] == 1200 and data["statements"] == 600

@@ -190,6 +190,7 @@ def test_statements_have_stable_ids_kind_name_and_label(store: Path) -> None:
             "terms": [],
             "refs": [],
             "proof": "",
+            "slogan": "",
         },
         {
             "statement_id": "math/0501001v1#s000",
@@ -202,6 +203,7 @@ def test_statements_have_stable_ids_kind_name_and_label(store: Path) -> None:
             "terms": [],
             "refs": [],
             "proof": "",
+            "slogan": "",
         },
     ]
 

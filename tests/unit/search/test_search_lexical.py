@@ -1,4 +1,4 @@
-"""Hybrid search's parts (pipelines.search.lexical): BM25 over the passages, reciprocal-rank
+"""Hybrid search's parts (pipelines.common.lexical): BM25 over the passages, reciprocal-rank
 fusion, the ranking names."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pipelines.search.lexical import RRF_K, LexicalIndex, check_ranking, fuse
+from pipelines.common.lexical import RRF_K, LexicalIndex, check_ranking, fuse
 
 PASSAGES = [
     "A lattice is a discrete subgroup of a real vector space.",

@@ -50,7 +50,11 @@ from pipelines.validate.stage import (
 # synthetic sample gives ~20 queries, and a slice of a few papers a handful over a few dozen
 # passages, so here both shape checks are set to pass: test_eval_shape.py and the
 # eval-set tests below try them.
-SMALL_EVAL: dict[str, Any] = {"min_queries": 1, "max_query_relevant_share": 1.0}
+SMALL_EVAL: dict[str, Any] = {
+    "min_queries": 1,
+    "min_described_queries": 0,
+    "max_query_relevant_share": 1.0,
+}
 SMALL_EVAL_YAML = "".join(f"  {key}: {value}\n" for key, value in SMALL_EVAL.items())
 _PROJECT_PARAMS = load_params(REPO / "params.yaml")
 PARAMS = dataclasses.replace(
@@ -783,6 +787,7 @@ def test_the_sample_eval_set_passes_at_the_pairs_stages_breadth(
     params = dataclasses.replace(
         _PROJECT_PARAMS.validate,
         min_queries=1,
+        min_described_queries=0,
         max_query_relevant_share=_PROJECT_PARAMS.pairs.max_relevant_share,
     )
     result = validate_tables(pipeline_tables, params)

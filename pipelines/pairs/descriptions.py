@@ -1,0 +1,302 @@
+"""Descriptions written by people — slogans and citing sentences — as training pairs and as
+the ``described`` evaluation set.
+
+A statement is *held out* by a stable hash of its paper and label (:func:`statement_key`,
+salted with :data:`STATEMENT_SALT`, at ``held_out_statement_fraction``, like a concept), so it stays
+held out as the corpus grows; so is every statement of a held-out concept. The
+slogan of a held-out statement and the sentences citing it become ``described`` queries
+(relevant: the passage where the statement starts; not ranked: the passage the citing
+sentence sits in, which holds the query's own words); every other statement's slogan and
+citing sentences become training pairs (``slogan``, ``citing``) whose positive is the
+statement's text. A sentence citing a held-out statement is never a training anchor.
+
+A description is used only when it reads as one (:func:`description_problem`): not empty,
+not all math, no longer than ``max_description_chars``, with enough words of its own. Each
+one left out is counted with its reason in ``metrics/data.json`` so nothing is dropped
+silently. Pure functions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import Counter, defaultdict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from pipelines.common.config import PairsParams
+from pipelines.common.names import GENERIC_WORDS
+from pipelines.common.passages import CITE_PLACEHOLDER, REF_PLACEHOLDER, PassageFinder
+from pipelines.common.refs import LabelIndex
+
+DESCRIBED_SET = "described"
+# Held-out statements are drawn apart from held-out concepts (another salt), by the same rule.
+STATEMENT_SALT = "statement"
+
+# -- cleaning a citing sentence ---------------------------------------------------------
+
+_KINDS = (
+    r"Lemma|Proposition|Theorem|Corollary|Definition|Remark|Example|Section|Subsection"
+    r"|Chapter|Equation|Situation|Exercise|Conjecture|Claim|Step|Part|Item|Tag|Algorithm"
+    r"|Construction|Observation|Notation|Assumption|Hypothesis|Condition|Formula|Table"
+    r"|Figure|Appendix|Case|Fact|Diagram|Axiom"
+)
+_REF = re.escape(REF_PLACEHOLDER)
+# A multi-part work's "see More on Algebra, Lemma [ref]": the part's title goes too.
+_PART_TITLE = r"(?:[A-Z][A-Za-z\-]*(?:\s+(?:on\s+|of\s+|and\s+)?[A-Z][A-Za-z\-]*)*,\s*)"
+# "by Lemma [ref]", "see Lemmas [ref], [ref] and [ref]", "Properties [ref] -- [ref]".
+_REF_PHRASE = re.compile(
+    rf"(?:\b(?:[Ss]ee(?:\s+also)?|[Bb]y|cf\.?)\s+)?(?:{_PART_TITLE}?(?:the\s+)?"
+    rf"(?:(?:{_KINDS})s?|Corollaries|Properties)\s*)?{_REF}"
+    rf"(?:\s*(?:,|and|or|,\s*and|--|\u2013|-)\s*(?:(?:{_KINDS})s?\s*)?{_REF})*"
+)
+_CITE_PHRASE = re.compile(
+    rf"(?:\b(?:[Ss]ee(?:\s+also)?|cf\.?)\s+)?{re.escape(CITE_PLACEHOLDER)}"
+    rf"(?:\s*,\s*{re.escape(CITE_PLACEHOLDER)})*"
+)
+_EMPTY_BRACKETS = re.compile(r"[(\[]\s*(?:[,;]\s*|and\s+|see\s+|also\s+)*[)\]]")
+_SPACE_BEFORE_PUNCTUATION = re.compile(r"\s+([,.;:!?)])")
+_DOUBLED_PUNCTUATION = re.compile(r"([,;:])\s*([,;:.])")
+_LEADING_JUNK = re.compile(r"^[\s,;:.)\-\u2013]+")
+_MATH = re.compile(r"\$[^$]*\$")
+_WORD = re.compile(r"[A-Za-z][A-Za-z'\-]+")
+MIN_WORDS = 6  # words outside math a description needs
+MIN_OWN_WORDS = 4  # ... of which neither generic ("result", "lemma") nor a function word
+_FUNCTION_WORDS = frozenset(
+    """about above after again also among another because been before being below between
+    both but can could does done each either every from further given have having hence here
+    however into its itself just let may might more most must now once only other our over
+    same shall should show shows shown since some such than that the their them then there
+    therefore these they this those thus too under until upon use used uses using very was
+    way were what when where whether which while who will with within without would yet
+    see get gets got follows follow obtain obtained prove proved proves proof apply applied
+    write thing things""".split()
+)
+MAX_MATH_SHARE = 0.6  # of its characters inside $…$
+
+
+def clean_citing_sentence(sentence: str) -> str:
+    """The sentence without its reference and citation phrases and the brackets they leave:
+    "Hence $B$ is finite over $A$ (Algebra, Lemma [ref])." -> "Hence $B$ is finite over $A$."
+    """
+    text = _REF_PHRASE.sub("", sentence)
+    text = _CITE_PHRASE.sub("", text)
+    previous = None
+    while previous != text:  # "(see (Lemma [ref]))" empties in two rounds
+        previous = text
+        text = _EMPTY_BRACKETS.sub("", text)
+    text = _SPACE_BEFORE_PUNCTUATION.sub(r"\1", text)
+    text = _DOUBLED_PUNCTUATION.sub(r"\2", text)
+    text = _LEADING_JUNK.sub("", " ".join(text.split()))
+    return text[:1].upper() + text[1:] if text else ""
+
+
+def description_problem(text: str, max_chars: int) -> str | None:
+    """Why ``text`` is no usable description (a counted reason), or None when it is one."""
+    if not text.strip():
+        return "empty"
+    if len(text) > max_chars:
+        return "too_long"
+    math_chars = sum(len(match.group()) for match in _MATH.finditer(text))
+    if math_chars > MAX_MATH_SHARE * len(text):
+        return "mostly_math"
+    words = _WORD.findall(_MATH.sub(" ", text))
+    own = [
+        word
+        for word in words
+        if len(word) > 2
+        and word.lower() not in GENERIC_WORDS
+        and word.lower() not in _FUNCTION_WORDS
+    ]
+    if len(words) < MIN_WORDS or len(own) < MIN_OWN_WORDS:
+        return "too_few_words"
+    return None
+
+
+# -- held-out statements ----------------------------------------------------------------
+
+
+def statement_key(paper_id: str, label: str, statement_id: str) -> str:
+    """What a statement is held out by: its paper and label (stable across versions), or its
+    id when it has no label."""
+    return f"{paper_id}:{label}" if label else statement_id
+
+
+def _query_id(text: str, target: str) -> str:
+    digest = hashlib.sha256(f"{DESCRIBED_SET}:{target}:{text}".encode()).hexdigest()
+    return "q" + digest[:12]
+
+
+# -- the pairs and the set --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StatementInfo:
+    """What descriptions need of the statements and their passages (built by the stage)."""
+
+    text: Mapping[str, str]  # statement_id -> text
+    paper: Mapping[str, str]  # statement_id -> paper_id
+    first_passage: Mapping[str, str]  # statement_id -> the passage where it starts
+    held_out: frozenset[str]  # statement ids held out (by hash, or as a held-out concept's)
+    finders: Mapping[str, PassageFinder]  # paper_id -> its passages
+    unseen_papers: frozenset[str]
+    paper_of_chunk: Mapping[str, str]
+
+
+@dataclass
+class Descriptions:
+    """Training candidates ``(anchor, positive, kind, concept, positive_id)``, the described
+    queries and qrels, and what was left out, by reason."""
+
+    pairs: list[tuple[str, str, str, str, str]] = field(default_factory=list)
+    queries: list[tuple[str, str, str, str, list[str]]] = field(default_factory=list)
+    qrels: list[tuple[str, str, int, bool]] = field(default_factory=list)
+    left_out: Counter[str] = field(default_factory=Counter)
+    found: Counter[str] = field(default_factory=Counter)
+
+
+def build_descriptions(
+    statements: pd.DataFrame,
+    papers: pd.DataFrame,
+    info: StatementInfo,
+    params: PairsParams,
+    rank: Callable[[str], bytes],
+) -> Descriptions:
+    """Slogan and citing-sentence pairs (training side) and the described set (held out).
+
+    ``rank`` orders candidates by a stable hash (the stage's seeded digest). Tables built in
+    code without the ``slogan`` or ``citing_*`` columns have no descriptions (the stage's
+    reader requires them on disk).
+    """
+    out = Descriptions()
+    # target statement -> candidate queries (rank, text, exclude)
+    described: dict[str, list[tuple[bytes, str, list[str]]]] = defaultdict(list)
+    citing_pairs: list[tuple[str, str, str, str, str]] = []
+
+    slogans = statements["slogan"] if "slogan" in statements else [""] * len(statements)
+    for statement_id, slogan in zip(statements["statement_id"], slogans, strict=True):
+        if not slogan:
+            continue
+        out.found["slogans"] += 1
+        problem = description_problem(slogan, params.max_description_chars)
+        if problem is not None:
+            out.left_out[f"slogan_{problem}"] += 1
+            continue
+        if statement_id in info.held_out:
+            described[statement_id].append((rank(f"slogan:{statement_id}"), slogan, []))
+        elif not params.slogan_pairs:
+            out.left_out["slogan_pairs_off"] += 1
+        elif info.paper[statement_id] in info.unseen_papers:
+            out.left_out["slogan_unseen_paper"] += 1
+        else:
+            out.pairs.append(
+                (slogan, info.text[statement_id], "slogan", statement_id, statement_id)
+            )
+
+    labels = LabelIndex(
+        zip(statements["statement_id"], statements["paper_id"], statements["label"], strict=True)
+    )
+    citing = (
+        zip(papers["paper_id"], papers["citing_sentences"], papers["citing_labels"], strict=True)
+        if {"citing_sentences", "citing_labels"} <= set(papers.columns)
+        else iter(())
+    )
+    for paper_id, sentences, cited_labels in citing:
+        for sentence, joined in zip(list(sentences), list(cited_labels), strict=True):
+            out.found["citing_sentences"] += 1
+            targets = list(
+                dict.fromkeys(
+                    target
+                    for label in joined.split(",")
+                    if (target := labels.resolve(paper_id, label)) is not None
+                )
+            )
+            if not targets:
+                out.left_out["citing_cites_no_statement"] += 1
+                continue
+            if len(targets) > params.max_cited_statements:
+                out.left_out["citing_cites_too_many"] += 1
+                continue
+            text = clean_citing_sentence(sentence)
+            problem = description_problem(text, params.max_description_chars)
+            if problem is not None:
+                out.left_out[f"citing_{problem}"] += 1
+                continue
+            held = [target for target in targets if target in info.held_out]
+            if held:
+                source = info.finders[paper_id].span(sentence) if paper_id in info.finders else ()
+                if not source:
+                    out.left_out["citing_source_passage_not_found"] += 1
+                    continue
+                for target in held:
+                    order = rank(f"citing:{target}:{text}")
+                    described[target].append((order, text, list(source)))
+                continue
+            for target in targets:
+                if info.paper[target] in info.unseen_papers:
+                    out.left_out["citing_unseen_paper"] += 1
+                    continue
+                candidate = (text, info.text[target], "citing", target, target)
+                citing_pairs.append(candidate)
+
+    # A text that describes a held-out statement anywhere is no training anchor anywhere.
+    held_texts = {text for candidates in described.values() for _o, text, _e in candidates}
+    kept_pairs = [pair for pair in citing_pairs if pair[0] not in held_texts]
+    out.left_out["citing_text_also_describes_held_out"] += len(citing_pairs) - len(kept_pairs)
+    citing_pairs = kept_pairs
+    out.pairs = [pair for pair in out.pairs if pair[0] not in held_texts]
+    citing_pairs.sort(key=lambda pair: rank(f"citing-pair:{pair[3]}:{pair[0]}"))
+    if len(citing_pairs) > params.max_citing_pairs:
+        out.left_out["citing_over_max_citing_pairs"] += len(citing_pairs) - params.max_citing_pairs
+    out.pairs += citing_pairs[: params.max_citing_pairs]
+    _described_set(described, info, params, out)
+    return out
+
+
+def _described_set(
+    described: Mapping[str, list[tuple[bytes, str, list[str]]]],
+    info: StatementInfo,
+    params: PairsParams,
+    out: Descriptions,
+) -> None:
+    """At most ``described_per_statement`` queries per held-out statement (slogans first,
+    then a stable draw of its citing sentences)."""
+    seen_texts: set[str] = set()
+    for target in sorted(described):
+        relevant = info.first_passage.get(target, "")
+        if not relevant:
+            out.left_out["described_statement_not_in_a_passage"] += len(described[target])
+            continue
+        candidates = sorted(
+            described[target], key=lambda item: (bool(item[2]), item[0])
+        )  # slogans (nothing excluded) first
+        kept = 0
+        for _order, text, exclude in candidates:
+            if kept >= params.described_per_statement:
+                out.left_out["described_over_per_statement"] += 1
+                continue
+            if relevant in exclude:
+                out.left_out["described_cites_from_its_own_passage"] += 1
+                continue
+            if text in seen_texts:
+                out.left_out["described_duplicate_text"] += 1
+                continue
+            seen_texts.add(text)
+            kept += 1
+            query = _query_id(text, target)
+            out.queries.append((query, target, text, DESCRIBED_SET, sorted(exclude)))
+            unseen = info.paper_of_chunk[relevant] in info.unseen_papers
+            out.qrels.append((query, relevant, 2, unseen))
+
+
+def described_counts(descriptions: Descriptions) -> dict[str, object]:
+    """The counts for ``metrics/data.json``: found, used, left out by reason."""
+    by_kind = Counter(kind for _a, _p, kind, _c, _i in descriptions.pairs)
+    return {
+        "found": dict(sorted(descriptions.found.items())),
+        "pairs": {kind: by_kind[kind] for kind in ("slogan", "citing")},
+        "described_queries": len(descriptions.queries),
+        "left_out": dict(sorted(descriptions.left_out.items())),
+    }
