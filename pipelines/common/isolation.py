@@ -101,9 +101,14 @@ class _Pool:
             ready = False
         if not ready:
             _kill(worker)
+            if process.exitcode not in (None, -signal.SIGKILL):  # it failed by itself
+                raise RuntimeError(
+                    f"a worker process exited with code {process.exitcode} while starting "
+                    "(its error is printed above: a module it could not import?)"
+                )
             raise RuntimeError(
-                f"a worker process did not start within {STARTUP_SECONDS:g} s "
-                f"(exit code {process.exitcode}); is the machine out of memory or processes?"
+                f"a worker process did not start within {STARTUP_SECONDS:g} s; "
+                "is the machine out of memory or processes?"
             )
         return worker
 
