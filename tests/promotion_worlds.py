@@ -305,9 +305,14 @@ def make_world(root: Path, base_model: Path, empty_db: Path | None) -> World:
     params = Params(
         evaluate=EvaluateParams(ks=(1, 5, 10)),
         # The worlds' few topic queries can never reach p < promote.alpha: these worlds test
-        # the registry's moves on the metric rule; the significance gate has its own tests.
+        # the registry's moves on the metric rule; the significance gate has its own tests,
+        # and so does the gate on meaning (their bag-of-words models know the topic words, so
+        # they are told apart on the named set).
         promote=PromoteParams(
-            lock_timeout_seconds=60.0, server_timeout_seconds=5.0, significance=False
+            lock_timeout_seconds=60.0,
+            server_timeout_seconds=5.0,
+            significance=False,
+            gate="named",
         ),
     )
     return World(root, params, base_model)
