@@ -32,7 +32,7 @@ from pipelines.validate.stage import INCOMPLETE, ValidationError, run_validate, 
 
 # One query over a few passages: the eval set's shape is checked for a real corpus
 # (validate.min_queries 100), and by tests/unit/validate/test_eval_shape.py.
-SMALL_EVAL: dict[str, Any] = {"min_queries": 1}
+SMALL_EVAL: dict[str, Any] = {"min_queries": 1, "min_described_queries": 0}
 PARAMS = dataclasses.replace(load_params(REPO / "params.yaml").validate, **SMALL_EVAL)
 Tables = dict[str, pd.DataFrame]
 
@@ -68,6 +68,8 @@ def consistent_tables(n_papers: int = 3, chunks_per_paper: int = 2) -> Tables:
             "content_hash": ["a" * 64] * n_papers,
             "n_chunks": [chunks_per_paper] * n_papers,
             "n_statements": [1] + [0] * (n_papers - 1),
+            "citing_sentences": [[] for _ in paper_ids],
+            "citing_labels": [[] for _ in paper_ids],
         }
     )
     chunks = pd.DataFrame(
@@ -99,6 +101,7 @@ def consistent_tables(n_papers: int = 3, chunks_per_paper: int = 2) -> Tables:
             "terms": [[]],
             "refs": [[]],
             "proof": ["Take the largest square in the diagram."],
+            "slogan": [""],
         },
     )
     concepts = table(
@@ -143,7 +146,13 @@ def consistent_tables(n_papers: int = 3, chunks_per_paper: int = 2) -> Tables:
         },
     )
     queries = pd.DataFrame(
-        {"query_id": ["q0123456789ab"], "concept": ["durfee square"], "text": ["Durfee square"]}
+        {
+            "query_id": ["q0123456789ab"],
+            "concept": ["durfee square"],
+            "text": ["Durfee square"],
+            "set": ["named"],
+            "exclude": [[]],
+        }
     )
     qrels = pd.DataFrame(
         {"query_id": ["q0123456789ab"], "chunk_id": [last_chunk], "grade": [1], "unseen": [True]}

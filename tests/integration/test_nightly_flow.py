@@ -94,11 +94,13 @@ def stack(tmp_path_factory: pytest.TempPathFactory, tiny_bert_dir: Path) -> Iter
                     "max_steps": 80,
                     "learning_rate": 1.0e-3,
                 },
-                # ~20 synthetic queries cannot reach p < 0.01: this stack tests the plumbing.
+                # ~20 synthetic queries cannot reach p < 0.01: this stack tests the plumbing
+                # (the gate on meaning is tested on its own and by the demo).
                 "promote": {
                     "server_timeout_seconds": 2.0,
                     "lock_timeout_seconds": 60.0,
                     "significance": False,
+                    "gate": "named",
                 },
                 "flow": {
                     "dvc_remote": "s3",

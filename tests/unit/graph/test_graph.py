@@ -279,6 +279,8 @@ def corpus_tables(
                 "content_hash": "0" * 64,
                 "n_chunks": len(passages),
                 "n_statements": len(paper["statements"]),
+                "citing_sentences": [],
+                "citing_labels": [],
             }
         )
         for index, (section, text) in enumerate(passages):
@@ -305,6 +307,7 @@ def corpus_tables(
                     "terms": [],
                     "refs": [],
                     "proof": "",
+                    "slogan": "",
                 }
             )
     statement_columns = STATEMENTS_SCHEMA.names
