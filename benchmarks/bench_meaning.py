@@ -484,6 +484,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if training_texts is not None:
             keep = outside_training(eval_set, query_set, training_texts)
             block["outside_training_corpus"] = part_block(per_query, keep, test)
+        if query_set == DESCRIBED:
+            # A citing sentence's own passage is never ranked; a slogan has none.
+            keep = [not eval_set.excluded[row] for row in eval_set.rows_of(query_set)]
+            block["slogans"] = part_block(per_query, keep, test)
     seconds["intervals"] = round(time.perf_counter() - started, 2)
     shown_rows = sample_rows(eval_set, DESCRIBED, args.samples)
     samples = first_ranked(
@@ -548,8 +552,9 @@ def print_table(result: Mapping[str, Any]) -> None:
             )
             print(f"  {row:9s} {cells}")
         parts = [("", block)]
-        if "outside_training_corpus" in block:
-            parts.append(("outside training corpus: ", block["outside_training_corpus"]))
+        for part in ("outside_training_corpus", "slogans"):
+            if part in block:
+                parts.append((part.replace("_", " ") + ": ", block[part]))
         for label, part in parts:
             if label:
                 print(f"  {label}{part['n_queries']} queries")
