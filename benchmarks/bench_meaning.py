@@ -22,6 +22,11 @@ bootstrap 95 % interval of the mean, and three paired comparisons (candidate −
 candidate − BM25, hybrid − candidate) with the interval of the difference and the p of
 ``metrics_rs.paired_test`` (promote's method, resamples and seed: params.yaml ``promote``).
 A few described queries are shown with what each row ranks first, to read by eye.
+``--trained-on`` (the chunks of the corpus the candidate was trained from) also scores each
+set on the queries none of whose relevant passages that corpus holds: the demo's candidate
+was trained on 16 chapters of the book whose held-out statements are drawn by paper id, and
+the whole book's paper ids are not the demo's. ``--extra NAME=DIR`` adds a model row
+(compared with the base); ``--render`` prints a record's tables as Markdown.
 
     .venv/bin/python benchmarks/bench_meaning.py --project /tmp/stacks \\
         --candidate /tmp/stacks/models/candidate --out benchmarks/results/meaning_stacks.json
@@ -538,29 +543,51 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def print_table(result: Mapping[str, Any]) -> None:
+def _cell(value: float | None, ci: Sequence[float] | None, signed: bool = False) -> str:
+    if value is None:
+        return "-"
+    shown = f"{value:+.3f}" if signed else f"{value:.3f}"
+    return shown if ci is None else f"{shown} [{ci[0]:.3f}, {ci[1]:.3f}]"
+
+
+def _tables(part: Mapping[str, Any]) -> list[str]:
+    """One part's rows (means with intervals) and comparisons as Markdown."""
+    head = " | ".join(SET_METRICS)
+    lines = [f"| row | {head} |", "|---|" + "---|" * len(SET_METRICS)]
+    order = [row for row in ROWS if row in part["scores"]]
+    order += [row for row in part["scores"] if row not in ROWS]
+    for row in order:
+        values = part["scores"][row]
+        cells = [_cell(values.get(m), part["mean_ci"][row][m]) for m in SET_METRICS]
+        lines.append(f"| {row} | " + " | ".join(cells) + " |")
+    for name, by_metric in part["comparisons"].items():
+        cells = [
+            f"{_cell(c['delta'], c['ci'], signed=True)} p={c['p']}"
+            for c in (by_metric[m] for m in SET_METRICS)
+        ]
+        lines.append(f"| {name.replace('_vs_', ' − ')} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def markdown(result: Mapping[str, Any]) -> str:
+    """The record's tables: per set, each row's mean [95 % interval] and each comparison's
+    difference [interval] with its p; then the set's parts (outside the training corpus,
+    slogans)."""
+    lines = []
     for query_set, block in result["sets"].items():
-        print(
-            f"{query_set}: {block['n_queries']} queries, words in a relevant passage "
-            f"{block['words_in_relevant']:.1%}"
-        )
-        for row, values in block["scores"].items():
-            cells = "  ".join(
-                f"{metric} {values[metric]:.4f} [{ci[0]:.3f}, {ci[1]:.3f}]"
-                for metric in SET_METRICS
-                if (ci := block["mean_ci"][row][metric]) is not None
-            )
-            print(f"  {row:9s} {cells}")
-        parts = [("", block)]
+        lines += [
+            "",
+            f"**{query_set}**: {block['n_queries']} queries, query words in a relevant "
+            f"passage {block['words_in_relevant']:.1%}",
+            "",
+            *_tables(block),
+        ]
         for part in ("outside_training_corpus", "slogans"):
-            if part in block:
-                parts.append((part.replace("_", " ") + ": ", block[part]))
-        for label, part in parts:
-            if label:
-                print(f"  {label}{part['n_queries']} queries")
-            for name, by_metric in part["comparisons"].items():
-                gain = by_metric["mrr@10"]
-                print(f"  {name:20s} MRR@10 {gain['delta']:+.4f} {gain['ci']}  p={gain['p']}")
+            if part in block and block[part]["n_queries"]:
+                label = part.replace("_", " ")
+                lines += ["", f"{query_set}, {label}: {block[part]['n_queries']} queries", ""]
+                lines += _tables(block[part])
+    return "\n".join(lines).lstrip("\n")
 
 
 def extra_model(value: str) -> tuple[str, Path]:
@@ -574,15 +601,18 @@ def extra_model(value: str) -> tuple[str, Path]:
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument(
-        "--project",
-        type=Path,
-        required=True,
-        help="a project where validate has run (data/validated/)",
+        "--project", type=Path, help="a project where validate has run (data/validated/; required)"
     )
-    parser.add_argument("--out", type=Path, required=True, help="the JSON record to write")
+    parser.add_argument("--out", type=Path, help="the JSON record to write (required)")
+    parser.add_argument(
+        "--render",
+        type=Path,
+        default=None,
+        metavar="JSON",
+        help="print a record's tables as Markdown and stop (no scoring)",
+    )
     parser.add_argument(
         "--candidate",
         type=Path,
@@ -625,15 +655,20 @@ def main() -> None:
         default=None,
         help="at most this many queries of each stored set (a smoke run)",
     )
-    parser.add_argument("--seed", type=int, default=0, help="of the slice")
+    parser.add_argument("--seed", type=int, default=0, help="of the slice (default: 0)")
     parser.add_argument(
         "--samples",
         type=int,
         default=10,
-        help="described queries shown with what each row ranks first",
+        help="described queries shown with what each row ranks first (default: 10)",
     )
     parser.add_argument("--progress", action="store_true", help="show embedding progress")
     args = parser.parse_args()
+    if args.render is not None:
+        print(markdown(json.loads(args.render.read_text(encoding="utf-8"))))
+        return
+    if args.project is None or args.out is None:
+        parser.error("--project and --out are required (unless --render)")
     offline.apply()
     quiet.silence_library_noise()
     result = run(args)
@@ -641,7 +676,7 @@ def main() -> None:
     args.out.write_text(
         json.dumps(to_jsonable(result), indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
     )
-    print_table(result)
+    print(markdown(result))
     print(f"wrote {args.out}")
 
 
