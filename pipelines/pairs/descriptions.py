@@ -27,11 +27,14 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from pipelines.common.config import PairsParams
-from pipelines.common.names import GENERIC_WORDS
+from pipelines.common.names import GENERIC_WORDS, word_set
 from pipelines.common.passages import CITE_PLACEHOLDER, REF_PLACEHOLDER, PassageFinder
 from pipelines.common.refs import LabelIndex
 
 DESCRIBED_SET = "described"
+#: The statements a citing sentence may be a described query for: results. A sentence
+#: citing a definition uses the term it defines rather than describing it.
+RESULT_KINDS = frozenset({"theorem", "lemma", "proposition", "corollary"})
 # Held-out statements are drawn apart from held-out concepts (another salt), by the same rule.
 STATEMENT_SALT = "statement"
 
@@ -64,7 +67,7 @@ _MATH = re.compile(r"\$[^$]*\$")
 _WORD = re.compile(r"[A-Za-z][A-Za-z'\-]+")
 MIN_WORDS = 6  # words outside math a description needs
 MIN_OWN_WORDS = 4  # ... of which neither generic ("result", "lemma") nor a function word
-_FUNCTION_WORDS = frozenset(
+_FUNCTION_WORDS = word_set(
     """about above after again also among another because been before being below between
     both but can could does done each either every from further given have having hence here
     however into its itself just let may might more most must now once only other our over
@@ -72,9 +75,14 @@ _FUNCTION_WORDS = frozenset(
     therefore these they this those thus too under until upon use used uses using very was
     way were what when where whether which while who will with within without would yet
     see get gets got follows follow obtain obtained prove proved proves proof apply applied
-    write thing things""".split()
+    write thing things"""
 )
 MAX_MATH_SHARE = 0.6  # of its characters inside $…$
+# Where a removed reference left a hole ("follows from and the fact", "defined in is"): the
+# sentence still trains, but as a query it reads as a fragment.
+_HOLE = re.compile(
+    r"\b(?:in|from|of|by|to|with|using|via|see|under|on)\s*(?:[.,;:)]|$|(?:and|is|are)\b)"
+)
 
 
 def clean_citing_sentence(sentence: str) -> str:
@@ -137,6 +145,7 @@ class StatementInfo:
     """What descriptions need of the statements and their passages (built by the stage)."""
 
     text: Mapping[str, str]  # statement_id -> text
+    kind: Mapping[str, str]  # statement_id -> its kind (theorem, lemma, definition …)
     paper: Mapping[str, str]  # statement_id -> paper_id
     first_passage: Mapping[str, str]  # statement_id -> the passage where it starts
     held_out: frozenset[str]  # statement ids held out (by hash, or as a held-out concept's)
@@ -225,12 +234,18 @@ def build_descriptions(
                 out.left_out[f"citing_{problem}"] += 1
                 continue
             held = [target for target in targets if target in info.held_out]
-            if held:
+            if held:  # described queries only: never a training anchor
                 source = info.finders[paper_id].span(sentence) if paper_id in info.finders else ()
                 if not source:
                     out.left_out["citing_source_passage_not_found"] += 1
                     continue
+                if _HOLE.search(text):
+                    out.left_out["citing_reference_left_a_hole"] += 1
+                    held = []  # no query, and (held out) no pair either
                 for target in held:
+                    if info.kind.get(target) not in RESULT_KINDS:
+                        out.left_out["citing_describes_no_result"] += 1
+                        continue
                     order = rank(f"citing:{target}:{text}")
                     described[target].append((order, text, list(source)))
                 continue

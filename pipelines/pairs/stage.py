@@ -394,6 +394,9 @@ def build_pairs(
         papers,
         StatementInfo(
             text=text_of_statement,
+            kind=dict(
+                zip(statements["statement_id"].tolist(), statements["kind"].tolist(), strict=True)
+            ),
             paper=paper_of_statement,
             first_passage={sid: span[0] for sid, span in structure.span_of.items() if span},
             held_out=frozenset(reserved_statements),
