@@ -15,6 +15,7 @@ from typing import Any
 from pipelines.common import io
 from pipelines.common.paths import Paths
 from pipelines.common.rounding import format_p_value
+from pipelines.common.tables import QUERY_SETS
 
 #: The metrics a decision line shows, the first on the first line.
 DECISION_METRICS = ("mrr@10", "ndcg@10")
@@ -254,6 +255,31 @@ def evaluate_line(headline: Mapping[str, Any] | None, evaluation: Mapping[str, A
     return f"  {'evaluate':<9} {', '.join(scope)}: {'; '.join(models)}"
 
 
+def set_lines(evaluation: Mapping[str, Any]) -> list[str]:
+    """One line per evaluation set: its size, how often its words give it away, and MRR@10
+    of the candidate, the base model and BM25 side by side, with the candidate's p."""
+    lines = []
+    sets = evaluation.get("sets", {})
+    for name in (name for name in QUERY_SETS if name in sets):
+        block = sets[name]
+        if not block.get("n_queries"):
+            lines.append(f"    {name:<9} no queries")
+            continue
+        scores = block.get("scores", {})
+        shown = ", ".join(
+            f"{row} {_number(scores[row]['mrr@10'])}"
+            for row in ("candidate", "base", "bm25")
+            if "mrr@10" in scores.get(row, {})
+        )
+        p_value = format_p_value(block.get("p_value", {}).get("base"))
+        lines.append(
+            f"    {name:<9} {block['n_queries']} queries, "
+            f"{block.get('words_in_relevant', 0):.0%} with their words in a relevant passage: "
+            f"MRR@10 {shown} (candidate vs base {p_value})"
+        )
+    return lines
+
+
 # --------------------------------------------------------------------------- report
 
 REPORTS = (
@@ -278,7 +304,9 @@ def render_report(paths: Paths) -> str:
     lines.append("What ran:")
     for name, stem, parts in STAGE_LINES:
         lines.append(stage_line(name, _read(paths, stem), parts))
-    lines.append(evaluate_line(headline, _read(paths, "eval") or {}))
+    evaluation = _read(paths, "eval") or {}
+    lines.append(evaluate_line(headline, evaluation))
+    lines.extend(set_lines(evaluation))
     lines.append("Reports:")
     lines.extend(f"  {where}" for where in REPORTS)
     return "\n".join(lines)

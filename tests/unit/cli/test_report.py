@@ -46,7 +46,29 @@ STAGES = {
         "final_loss": 0.8654594421386719,
         "validation_loss": 4.205604553222656,
     },
-    "eval": {"corpus_size": 3393, "primary_dim": 384},
+    "eval": {
+        "corpus_size": 3393,
+        "primary_dim": 384,
+        "sets": {
+            "described": {
+                "n_queries": 232,
+                "words_in_relevant": 0.0,
+                "scores": {
+                    "candidate": {"mrr@10": 0.2412345},
+                    "base": {"mrr@10": 0.1912345},
+                    "bm25": {"mrr@10": 0.2},
+                },
+                "p_value": {"base": 0.0004, "bm25": 0.2},
+            },
+            "masked": {"n_queries": 0},
+            "named": {
+                "n_queries": 194,
+                "words_in_relevant": 0.9021,
+                "scores": {"candidate": {"mrr@10": 0.65}, "base": {"mrr@10": 0.55}},
+                "p_value": {"base": 0.0001},
+            },
+        },
+    },
 }
 
 
@@ -92,7 +114,8 @@ def test_a_promotion_comes_first_with_its_numbers_rounded(tmp_path: Path) -> Non
     assert lines[1] == "  NDCG@10 0.624 vs champion 0.590 (+0.034)"
     assert "why: beats the champion" in report and "a665a50244f948f18e3c4d541ec5574e" in report
     # The p-value once, in human form (the reason's own text aside).
-    assert p_values_in(report.replace(promotion()["reason"], "")) == ["p = 0.0001"]
+    decision = report.split("What ran:")[0]  # each set's line has its own p
+    assert p_values_in(decision.replace(promotion()["reason"], "")) == ["p = 0.0001"]
     assert "9.999000099990002e-05" not in report
 
 
@@ -122,7 +145,7 @@ def test_without_a_decision_the_first_line_says_so_and_why(tmp_path: Path) -> No
     assert report.splitlines()[0] == (
         "No decision yet (run `mathembed promote`): MRR@10 0.656 vs base 0.547 (+0.109, p = 0.0001)"
     )
-    assert p_values_in(report) == ["p = 0.0001"]
+    assert p_values_in(report.split("What ran:")[0]) == ["p = 0.0001"]
 
 
 def test_a_decision_about_an_earlier_candidate_is_not_this_nights(tmp_path: Path) -> None:
@@ -144,6 +167,17 @@ def test_what_ran_is_one_rounded_line_per_stage(tmp_path: Path) -> None:
         "  evaluate  194 held-out queries, 3393 passages, dim 384: "
         "candidate MRR@10 0.656 NDCG@10 0.624; base MRR@10 0.547 NDCG@10 0.540"
     ) in report
+    # Each set on its line, in the order named, masked, described, BM25 beside the models.
+    named, masked, described = report.split("\n")[-8:-5]
+    assert named == (
+        "    named     194 queries, 90% with their words in a relevant passage: "
+        "MRR@10 candidate 0.650, base 0.550 (candidate vs base p = 0.0001)"
+    )
+    assert masked == "    masked    no queries"
+    assert described == (
+        "    described 232 queries, 0% with their words in a relevant passage: "
+        "MRR@10 candidate 0.241, base 0.191, bm25 0.200 (candidate vs base p = 0.0004)"
+    )
     assert "  validate  checks passed, 39625 rows in, 39625 kept" in report
     assert "reports/eval/metrics.csv" in report
     # No number with more than four decimals anywhere.
