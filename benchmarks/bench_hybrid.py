@@ -48,6 +48,7 @@ from pipelines.common.embeddings import (  # noqa: E402
     embed_texts,
     matryoshka,
 )
+from pipelines.common.lexical import FUSION_DEPTH, RRF_K, LexicalIndex, fuse  # noqa: E402
 from pipelines.common.paths import Paths  # noqa: E402
 from pipelines.evaluate.eval_set import EvalSet, load_eval_set  # noqa: E402
 from pipelines.evaluate.scoring import embed_eval_set, paired_test_p_value  # noqa: E402
@@ -59,7 +60,6 @@ from pipelines.evaluate.sources import (  # noqa: E402
     read_model_metadata,
 )
 from pipelines.search.index import PassageIndex  # noqa: E402
-from pipelines.common.lexical import FUSION_DEPTH, RRF_K, LexicalIndex, fuse  # noqa: E402
 
 RESULTS = REPO_ROOT / "benchmarks" / "results" / "hybrid.json"
 K = 10

@@ -7,7 +7,8 @@ Two parts, written to ``benchmarks/results/quality.json``:
   the corpus marks as defined, the graph's size (:mod:`benchmarks.real_corpus`);
 * **retrieval** — on a project where the pipeline has run (``--project``, default the
   checkout after ``make demo`` or ``dvc repro``): the eval set's shape, the pair-kind mix,
-  and base vs candidate MRR@10, NDCG@10 and Recall@100 with bootstrap 95% intervals and the
+  the descriptions used and left out, and per evaluation set (named, masked, described)
+  base vs candidate MRR@10, NDCG@10 and Recall@100 with bootstrap 95% intervals and the
   paired randomization test's p-value, from ``metrics/eval_per_query.parquet``.
 
 Run: ``.venv/bin/python benchmarks/bench_quality.py`` (about a minute for the concepts,
@@ -38,6 +39,7 @@ from benchmarks.real_corpus import (  # noqa: E402 -- after the path is set
     recall,
     write_raw_store,
 )
+from pipelines.common.tables import QUERY_SETS  # noqa: E402 -- after the path is set
 
 RESULT = REPO / "benchmarks" / "results" / "quality.json"
 METRICS = ("mrr@10", "ndcg@10", "recall@100")
@@ -76,8 +78,6 @@ def _bootstrap_interval(values: np.ndarray, rng: np.random.Generator) -> list[fl
 
 
 def retrieval_quality(project: Path) -> dict[str, Any]:
-    import metrics_rs
-
     per_query = pd.read_parquet(project / "metrics" / "eval_per_query.parquet")
     data = json.loads((project / "metrics" / "data.json").read_text())
     qrels = pd.read_parquet(project / "data" / "validated" / "qrels.parquet")
@@ -86,11 +86,45 @@ def retrieval_quality(project: Path) -> dict[str, Any]:
     )
     relevant = qrels[qrels["grade"] >= 1].groupby("query_id").size()
     rng = np.random.default_rng(SEED)
+    full = per_query[per_query["dim"] == per_query["dim"].max()]
+    if "set" not in full:
+        full = full.assign(set="named")
+    by_set = {
+        query_set: _set_quality(full[full["set"] == query_set], rng)
+        for query_set in QUERY_SETS
+        if (full["set"] == query_set).any()
+    }
+    return {
+        "project": str(project),
+        "eval_set": {
+            "queries": int(relevant.size),
+            "passages": len(chunks),
+            "relevant_per_query": {
+                "median": float(relevant.median()),
+                "max": int(relevant.max()),
+                "max_share_of_corpus": round(float(relevant.max() / len(chunks)), 4),
+            },
+            "grade_2": int((qrels["grade"] == 2).sum()),
+            "grade_1": int((qrels["grade"] == 1).sum()),
+            "unseen_qrels": int(qrels["unseen"].sum()),
+        },
+        "queries_by_set": data.get("queries_by_set", {}),
+        "pairs_by_kind": data["pairs"]["by_kind"],
+        "descriptions": data.get("descriptions", {}),
+        # per set: base and candidate with bootstrap intervals, the paired test
+        "sets": by_set,
+    }
+
+
+def _set_quality(rows: pd.DataFrame, rng: np.random.Generator) -> dict[str, Any]:
+    """Base and candidate on one set's queries: means with bootstrap 95% intervals, and the
+    paired randomization test of candidate against base, per metric."""
+    import metrics_rs
+
     models: dict[str, Any] = {}
     tests: dict[str, Any] = {}
-    full = per_query[per_query["dim"] == per_query["dim"].max()]
     for metric in METRICS:
-        chosen = full[full["metric"] == metric]
+        chosen = rows[rows["metric"] == metric]
         scores = {
             model: chosen[chosen["model"] == model].sort_values("query_id")["value"].to_numpy()
             for model in ("base", "candidate")
@@ -108,24 +142,8 @@ def retrieval_quality(project: Path) -> dict[str, Any]:
             seed=SEED,
         )
         tests[metric] = {key: round(float(value), 6) for key, value in test.items()}
-    return {
-        "project": str(project),
-        "eval_set": {
-            "queries": int(relevant.size),
-            "passages": len(chunks),
-            "relevant_per_query": {
-                "median": float(relevant.median()),
-                "max": int(relevant.max()),
-                "max_share_of_corpus": round(float(relevant.max() / len(chunks)), 4),
-            },
-            "grade_2": int((qrels["grade"] == 2).sum()),
-            "grade_1": int((qrels["grade"] == 1).sum()),
-            "unseen_qrels": int(qrels["unseen"].sum()),
-        },
-        "pairs_by_kind": data["pairs"]["by_kind"],
-        "models": models,
-        "candidate_vs_base": tests,
-    }
+    n_queries = int(rows["query_id"].nunique())
+    return {"queries": n_queries, "models": models, "candidate_vs_base": tests}
 
 
 def main() -> None:

@@ -21,11 +21,11 @@ import numpy.typing as npt
 import pandas as pd
 
 from pipelines.common import io
-from pipelines.common.tables import MEANING_SETS
 from pipelines.common.rounding import (
     round_p_value,
     round_score,
 )
+from pipelines.common.tables import MEANING_SETS
 from pipelines.evaluate.reports import headline_metrics
 from pipelines.evaluate.scoring import dim_key, paired_test_p_value
 from pipelines.evaluate.sources import BASE, CANDIDATE

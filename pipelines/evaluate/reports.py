@@ -118,8 +118,10 @@ def wins_losses_table(
                 & (per_query["dim"] == dim)
                 & (per_query["metric"] == metric)
             ]
-            row_keys = zip(rows["set"], rows["query_id"], strict=True) if "set" in rows else (
-                ("named", query) for query in rows["query_id"]
+            row_keys = (
+                zip(rows["set"], rows["query_id"], strict=True)
+                if "set" in rows
+                else (("named", query) for query in rows["query_id"])
             )
             values = dict(zip(row_keys, rows["value"], strict=True))
             table[f"{model}_{metric}"] = [values.get(key, math.nan) for key in keys]

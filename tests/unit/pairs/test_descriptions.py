@@ -23,7 +23,9 @@ TEXT_B = "Let $U$ be a quasi-compact open of an affine scheme. Then $U$ is a qua
 SLOGAN_A = "Flat finitely presented morphisms are open maps between schemes."
 SLOGAN_B = "Quasi-compact open subschemes of affine schemes are quasi-affine."
 CITES_A = "We use that flat morphisms locally of finite presentation are open maps (Lemma [ref])."
-CITES_B = "Quasi-compact open subschemes of affine schemes are always quasi-affine, see Lemma [ref]."
+CITES_B = (
+    "Quasi-compact open subschemes of affine schemes are always quasi-affine, see Lemma [ref]."
+)
 CITES_NOTHING = "Nothing here is cited by a label that any statement carries, see Lemma [ref]."
 ALL_MATH = "Hence $\\mathcal{O}_{X, x} \\to \\mathcal{O}_{Y, y}$ is flat (Lemma [ref])."
 
