@@ -306,11 +306,10 @@ class PairsParams(_Section):
     # Descriptions written by people (pipelines.pairs.descriptions): training pairs, and
     # the ``described`` eval set from the held-out statements' slogans and citing sentences.
     # 0: no statement held out (no described set); 1: none left to train on.
-    held_out_statement_fraction: Annotated[Float, Range(0, 1, high_open=True)] = (
-        FROM_PARAMS_YAML
-    )
+    held_out_statement_fraction: Annotated[Float, Range(0, 1, high_open=True)] = FROM_PARAMS_YAML
     max_citing_pairs: Annotated[Int, Range(0)] = FROM_PARAMS_YAML  # 0: none
     slogan_pairs: Bool = FROM_PARAMS_YAML
+    description_pairs: Bool = FROM_PARAMS_YAML
     masked_name_pairs: Bool = FROM_PARAMS_YAML
     max_cited_statements: Count = FROM_PARAMS_YAML
     max_description_chars: Annotated[Int, Range(40)] = FROM_PARAMS_YAML

@@ -324,7 +324,7 @@ def build_pairs(
                 # The same passage without its term: the model must learn what it says.
                 masked = mask_name(chunk_text[chunk_id], display[name])
                 candidates.append((display[name], masked, "masked_name", name, chunk_id))
-            if description[name]:
+            if params.description_pairs and description[name]:
                 candidates.append(
                     (description[name], chunk_text[chunk_id], "description", name, chunk_id)
                 )

@@ -107,6 +107,7 @@ def candidate(tmp_path_factory: pytest.TempPathFactory) -> Path:
         logging_steps=1,
         seed=3,
         device="cpu",
+        mined_negatives=False,
     )
     report = run_train(params, paths, progress=False)
     assert report.steps > 0 and io.read_json(paths.metric_file("train"))["steps"] == report.steps

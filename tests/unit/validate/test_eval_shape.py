@@ -80,23 +80,27 @@ def test_figures_of_an_empty_set() -> None:
     assert frame.empty and list(frame.columns) == list(eval_shape.COLUMNS)
     figures = eval_shape.figures(frame, passages=0)
     assert figures["queries"] == 0 and figures["relevant_per_query"]["max"] == 0
-    assert "only 0 queries" in eval_shape.too_few_queries(frame, 1)
+    assert "only 0 named queries" in eval_shape.too_few_queries(frame, 1)
 
 
 def test_too_few_queries_at_the_boundary() -> None:
     frame = n_queries(100)
     assert eval_shape.too_few_queries(frame, 100) == ""
     note = eval_shape.too_few_queries(frame, 101)
-    assert "only 100 queries have a relevant passage" in note
+    assert "only 100 named queries have a relevant passage" in note
     assert "fewer than validate.min_queries (101)" in note
     assert "pairs.held_out_fraction" in note and "rerun" in note
+    described = eval_shape.too_few_queries(frame, 101, "described")
+    assert "only 100 described queries" in described
+    assert "validate.min_described_queries (101)" in described
+    assert "pairs.held_out_statement_fraction" in described
 
 
 def test_queries_without_a_relevant_passage_do_not_count() -> None:
     queries, qrels = eval_set({"a": [("x", 2, False)], "b": []})
     frame = eval_shape.query_frame(queries, qrels, passages=10)
     assert eval_shape.too_few_queries(frame, 1) == ""
-    assert "only 1 query has a relevant passage" in eval_shape.too_few_queries(frame, 2)
+    assert "only 1 named query has a relevant passage" in eval_shape.too_few_queries(frame, 2)
 
 
 @pytest.mark.parametrize(

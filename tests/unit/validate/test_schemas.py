@@ -47,6 +47,8 @@ def valid_rows() -> dict[str, list[dict[str, Any]]]:
                 "content_hash": "a" * 64,
                 "n_chunks": 1,
                 "n_statements": 1,
+                "citing_sentences": ["Every partition has one, by Definition [ref]."],
+                "citing_labels": ["def:durfee"],
             },
             {
                 "paper_id": "math.AG/0501001",
@@ -62,6 +64,8 @@ def valid_rows() -> dict[str, list[dict[str, Any]]]:
                 "content_hash": "b" * 64,
                 "n_chunks": 1,
                 "n_statements": 0,
+                "citing_sentences": [],
+                "citing_labels": [],
             },
         ],
         "chunks": [
@@ -94,6 +98,7 @@ def valid_rows() -> dict[str, list[dict[str, Any]]]:
                 "terms": ["Durfee square"],
                 "refs": [],
                 "proof": "",
+                "slogan": "",
             },
             {
                 "statement_id": "2401.00001v2#s001",
@@ -106,6 +111,7 @@ def valid_rows() -> dict[str, list[dict[str, Any]]]:
                 "terms": [],
                 "refs": ["def:durfee"],
                 "proof": "Take the largest $d$ with $\\lambda_d \\geq d$.",
+                "slogan": "Every partition has a largest square.",
             },
         ],
         "concepts": [
@@ -179,8 +185,20 @@ def valid_rows() -> dict[str, list[dict[str, Any]]]:
             },
         ],
         "queries": [
-            {"query_id": "q0123456789ab", "concept": "partition", "text": "partition"},
-            {"query_id": "qba9876543210", "concept": "durfee square", "text": "Durfee square"},
+            {
+                "query_id": "q0123456789ab",
+                "concept": "partition",
+                "text": "partition",
+                "set": "named",
+                "exclude": [],
+            },
+            {
+                "query_id": "qba9876543210",
+                "concept": "durfee square",
+                "text": "Durfee square",
+                "set": "named",
+                "exclude": [],
+            },
         ],
         "qrels": [
             {
@@ -346,6 +364,8 @@ BREAKS: list[tuple[str, Mutation, str]] = [
     ("papers", set_cell("n_chunks", 0), "n_chunks:greater_than_or_equal_to(1)"),
     ("papers", set_cell("n_statements", -1), "n_statements:greater_than_or_equal_to(0)"),
     ("papers", duplicate_first_row, "unique_id"),
+    ("papers", set_cell("citing_labels", []), "citing_aligned"),
+    ("papers", set_cell("citing_sentences", [3]), "citing_sentences:string_list"),
     ("chunks", set_cell("chunk_index", 1), "chunk_id_spells_paper_version_index"),
     ("chunks", set_cell("version", 1), "chunk_id_spells_paper_version_index"),
     (
@@ -389,6 +409,8 @@ BREAKS: list[tuple[str, Mutation, str]] = [
     ("queries", set_cell("query_id", "q123"), "query_id:query_id_format"),
     ("queries", set_cell("text", ""), "text:non_empty"),
     ("queries", duplicate_first_row, "unique_id"),
+    ("queries", set_cell("set", "masked"), "set:isin"),
+    ("queries", set_cell("exclude", ["2401.00001"]), "exclude:chunk_id_list"),
     ("qrels", set_cell("grade", -1), "grade:greater_than_or_equal_to(0)"),
     ("qrels", set_cell("chunk_id", "2401.00001v2"), "chunk_id:chunk_id_format"),
     ("qrels", duplicate_first_row, "unique_id"),

@@ -733,7 +733,10 @@ def test_main_succeeds_and_summarises(
     assert result.exit_code == 0
     out = result.stdout
     assert "chunks: 1 of" in out and "text:passage_length 1" in out
-    assert "validate: Evaluation set: 1 query over" in out
+    # The slice's four queries (one named, three described) less the one judged only by
+    # the quarantined passage.
+    assert len(data["queries"]) == 4
+    assert "validate: Evaluation set: 3 queries over 19 passages" in out
     assert "reports/data_quality/index.html (all expectations met)" in out
     assert (tmp_path / "metrics" / "data_quality.json").is_file()
 
@@ -807,12 +810,15 @@ def test_the_sample_eval_set_passes_at_the_pairs_stages_breadth(
 
 
 def test_too_few_queries_stop_validation_with_the_reason(pipeline_tables: Tables) -> None:
-    queries = (pipeline_tables["qrels"]["query_id"]).nunique()
+    named = pipeline_tables["queries"].loc[pipeline_tables["queries"]["set"] == "named"]
+    queries = pipeline_tables["qrels"]["query_id"].isin(named["query_id"]).pipe(
+        lambda judged: pipeline_tables["qrels"].loc[judged, "query_id"].nunique()
+    )
     params = dataclasses.replace(PARAMS.validate, min_queries=queries + 1)
     error = failure(pipeline_tables, params)
     assert error.checks() == {("queries", "min_queries")}
     message = str(error)
-    assert f"only {queries} queries have a relevant passage" in message
+    assert f"only {queries} named queries have a relevant passage" in message
     assert f"fewer than validate.min_queries ({queries + 1})" in message
     assert "mathembed pairs" in message
     # One query fewer than there are passes.
