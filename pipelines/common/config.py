@@ -389,8 +389,9 @@ class PromoteParams(_Section):
     test_method: Literal["randomization", "bootstrap", "t"] = FROM_PARAMS_YAML
     n_resamples: Count = FROM_PARAMS_YAML
     seed: Seed = FROM_PARAMS_YAML
-    # Which set decides (pipelines.promote.scoring): "meaning" (masked + described pooled;
-    # the named set must then show no significant loss) or "named" alone.
+    # Which set decides (pipelines.promote.decision.decide_on_meaning): "meaning" (a
+    # significant win on masked or described, alpha split between them, and no significant
+    # loss on any set) or "named" alone.
     gate: Literal["meaning", "named"] = FROM_PARAMS_YAML
     lock_timeout_seconds: Seconds = FROM_PARAMS_YAML
     server_timeout_seconds: Seconds = FROM_PARAMS_YAML

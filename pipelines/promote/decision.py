@@ -231,11 +231,15 @@ def _p_value(candidate: Scores, other: Scores, rule: PromoteParams) -> float | N
 
 
 def guard_named(
-    decision: Decision, candidate: Scores, other: Scores, rule: PromoteParams
+    decision: Decision,
+    candidate: Scores,
+    other: Scores,
+    rule: PromoteParams,
+    query_set: str = "named",
 ) -> Decision:
-    """A promotion on the meaning sets stands only without a significant loss on the named
-    set (the candidate's mean below the other side's with the paired test's p < alpha):
-    finding statements from other words must not cost finding them by name."""
+    """A promotion stands only without a significant loss on ``query_set`` (the
+    candidate's mean below the other side's with the paired test's p < alpha): finding
+    statements from other words must not cost finding them by name, nor the reverse."""
     if not decision.promote or not candidate.query_ids:
         return decision
     _require_same_queries(candidate, other, decision.compared_against)
@@ -251,10 +255,10 @@ def guard_named(
         decision,
         promote=False,
         reason=(
-            f"not promoted over the {decision.compared_against}: on the named set "
+            f"not promoted over the {decision.compared_against}: on the {query_set} set "
             f"{metric} {candidate.means[metric]:.4f} < {other.means[metric]:.4f}, a "
             f"significant loss ({rule.test_method} test {format_p_value(p_value)}); the "
-            f"meaning sets alone said: {decision.reason}"
+            f"gain alone said: {decision.reason}"
         ),
     )
 
@@ -275,3 +279,59 @@ def describe_sets(sets: Mapping[str, Mapping[str, Scores]], side: str, metric: s
             f"{candidate.means[metric]:.4f}" + (f" vs {', '.join(others)}" if others else "")
         )
     return "; ".join(lines)
+
+
+def decide_on_meaning(
+    candidate: Mapping[str, Scores],
+    champion: Mapping[str, Scores] | None,
+    base: Mapping[str, Scores],
+    rule: PromoteParams,
+    *,
+    meaning_sets: Sequence[str],
+    guarded_sets: Sequence[str],
+) -> Decision:
+    """The gate on meaning: promote when the candidate wins significantly on at least one
+    of ``meaning_sets`` and loses significantly on none of ``guarded_sets``.
+
+    Each meaning set with queries is decided by :func:`decide` at ``alpha / k`` (Bonferroni
+    over the k sets tried, so the chance of promoting on noise stays ``alpha``); the
+    decision kept is the winning set's with the smallest p (or, without a winner, every
+    set's shortfall). Then :func:`guard_named`'s rule runs on each guarded set: a
+    significant loss anywhere refuses.
+    """
+    tried = [name for name in meaning_sets if candidate[name].query_ids]
+    if not tried:
+        raise ValueError(
+            f"no query in the meaning sets {list(meaning_sets)}: the gate on meaning has "
+            "nothing to decide on; check validate.min_described_queries or set "
+            "promote.gate: named"
+        )
+    share = dataclasses.replace(rule, alpha=rule.alpha / len(tried))
+    decided = {
+        name: decide(
+            candidate[name], champion[name] if champion is not None else None, base[name], share
+        )
+        for name in tried
+    }
+
+    def p_of(name: str) -> float:
+        p_value = decided[name].p_value
+        return 1.0 if p_value is None else p_value
+
+    winners = sorted((name for name, found in decided.items() if found.promote), key=p_of)
+    if winners:
+        chosen = decided[winners[0]]
+        decision = dataclasses.replace(chosen, reason=f"on the {winners[0]} set: {chosen.reason}")
+    else:
+        first = decided[tried[0]]
+        decision = dataclasses.replace(
+            first,
+            reason=f"not promoted over the {first.compared_against}: no meaning set shows a "
+            f"significant gain (each needs p < {share.alpha:g}, alpha split over "
+            f"{len(tried)} sets): "
+            + "; ".join(f"{name}: {decided[name].reason}" for name in tried),
+        )
+    other = champion if champion is not None else base
+    for name in guarded_sets:
+        decision = guard_named(decision, candidate[name], other[name], rule, name)
+    return decision

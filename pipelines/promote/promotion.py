@@ -60,16 +60,15 @@ from pipelines.common import io
 from pipelines.common.config import Params
 from pipelines.common.paths import Paths
 from pipelines.common.redact import redact, redact_url
-from pipelines.common.tables import TABLES
-from pipelines.evaluate.eval_set import NAMED
+from pipelines.common.tables import MEANING_SETS, QUERY_SETS, TABLES
 from pipelines.promote.candidate import Candidate, load_candidate, require_validated
 from pipelines.promote.card import CardFacts, model_card
 from pipelines.promote.decision import (
     Decision,
     decide,
     decide_for_champion,
+    decide_on_meaning,
     describe_sets,
-    guard_named,
 )
 from pipelines.promote.headline import NOT_PROMOTED, PROMOTED, promotion_headline
 from pipelines.promote.lock import promotion_lock
@@ -241,15 +240,17 @@ def _promote_locked(
     if is_champion:
         decision = decide_for_champion(scored.candidate, scored.base, params.promote)
     else:
-        decision = decide(scored.candidate, scored.champion, scored.base, params.promote)
         if scored.gate == MEANING and scored.sets is not None:
-            other = "champion" if scored.champion is not None else "base"
-            decision = guard_named(
-                decision,
-                scored.sets["candidate"][NAMED],
-                scored.sets[other][NAMED],
+            decision = decide_on_meaning(
+                scored.sets["candidate"],
+                scored.sets.get("champion"),
+                scored.sets["base"],
                 params.promote,
+                meaning_sets=MEANING_SETS,
+                guarded_sets=QUERY_SETS,
             )
+        else:
+            decision = decide(scored.candidate, scored.champion, scored.base, params.promote)
     if scored.sets is not None:
         side = "champion" if scored.champion is not None else "base"
         decision = dataclasses.replace(

@@ -3,13 +3,12 @@ on the validated evaluation set in one run, with the evaluate stage's scoring
 (:mod:`pipelines.evaluate.scoring`): the numbers are the ones ``metrics/eval.json``
 reports for the same data.
 
-Every set is scored (``named``, ``masked``, ``described``) and one more is made of two:
+Every set is scored (``named``, ``masked``, ``described``), and one more is made of two:
 ``meaning``, the ``masked`` and ``described`` queries pooled (their ids prefixed by their
-set), which the gate decides on by default (``promote.gate``): a model must find
-mathematics from words other than its own. Pooled rather than each on its own because on a
-night's corpus each meaning set alone is small (tens of described queries on research
-papers) and two tests at ``alpha`` would need a Bonferroni split; each set's own scores
-and p-values are still reported beside the decision.
+set), the scores the record shows for a decision on meaning. The gate itself
+(``promote.gate: meaning``, :func:`pipelines.promote.decision.decide_on_meaning`) decides
+set by set: a significant win on at least one meaning set, at ``alpha`` split between
+them, and no significant loss on any set.
 
 Embeddings come from the shared cache keyed by model fingerprint and texts, so a champion
 already scored on this data (it was, as a candidate) is not even loaded.
