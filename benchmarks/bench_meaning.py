@@ -583,7 +583,8 @@ def markdown(result: Mapping[str, Any]) -> str:
             *_tables(block),
         ]
         for part in ("outside_training_corpus", "slogans"):
-            if part in block and block[part]["n_queries"]:
+            # A part holding every query of the set (or none) says nothing new.
+            if part in block and 0 < block[part]["n_queries"] < block["n_queries"]:
                 label = part.replace("_", " ")
                 lines += ["", f"{query_set}, {label}: {block[part]['n_queries']} queries", ""]
                 lines += _tables(block[part])
