@@ -49,11 +49,11 @@ PAIR_KINDS = (
     "statement",
     "proof",
     "citation",
-    "slogan",  # a statement's slogan -> the statement
-    "citing",  # a sentence citing a statement -> the statement
+    "slogan",  # a statement's slogan -> the passage where the statement starts
+    "citing",  # a sentence citing a statement -> the passage where it starts
 )
 #: Pair kinds whose positive is a statement (or its proof), not a passage.
-STATEMENT_PAIR_KINDS = ("statement", "proof", "citation", "slogan", "citing")
+STATEMENT_PAIR_KINDS = ("statement", "proof", "citation")
 #: The evaluation sets the pairs stage writes (queries' ``set``): a held-out concept's
 #: name -> its defining passage; a description people wrote (a slogan, a citing sentence)
 #: -> the held-out statement it describes. evaluate derives a third, ``masked``: the named

@@ -403,6 +403,8 @@ def build_pairs(
             finders=structure.finders,
             unseen_papers=frozenset(unseen),
             paper_of_chunk=chunk_paper,
+            text_of_chunk=chunk_text,
+            reserved_passages=frozenset(reserved_chunks),
         ),
         params,
         rank=lambda salt: _digest(f"{params.seed}:{salt}"),

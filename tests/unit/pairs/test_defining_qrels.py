@@ -113,6 +113,7 @@ def params(**changes: Any) -> PairsParams:
         # the concepts' structure alone: descriptions and masked names have their own tests
         "held_out_statement_fraction": 0.0,
         "masked_name_pairs": False,
+        "description_pairs": True,
     }
     settings.update(changes)
     return PairsParams(**settings)

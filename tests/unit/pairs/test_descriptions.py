@@ -123,11 +123,14 @@ def test_held_out_statement_is_described_and_the_other_trains() -> None:
 
     pairs = result.pairs
     trained = {(row.kind, row.anchor, row.positive) for row in pairs.itertuples()}
-    assert ("slogan", kept_slogan, kept_text) in trained
-    assert ("citing", clean_citing_sentence(kept_cites), kept_text) in trained
+    # The positive is the passage the statement starts, as retrieval ranks it.
+    assert ("slogan", kept_slogan, f"Lemma. {kept_text}") in trained
+    assert ("citing", clean_citing_sentence(kept_cites), f"Lemma. {kept_text}") in trained
+    assert set(pairs.loc[pairs["kind"] == "citing", "concept"]) == {kept_id}
     # Nothing held out is ever a training anchor or positive.
     assert not set(pairs["anchor"]) & set(described["text"])
-    assert held_text not in set(pairs["positive"]) and held_id not in set(pairs["positive_id"])
+    assert f"Lemma. {held_text}" not in set(pairs["positive"])
+    assert held_passage not in set(pairs["positive_id"])
 
     counts = result.counts["descriptions"]
     assert counts["found"] == {"citing_sentences": 4, "slogans": 2}

@@ -48,6 +48,7 @@ PARAMS = PairsParams(
     # the concepts alone: descriptions and masked names have their own tests
     held_out_statement_fraction=0.0,
     masked_name_pairs=False,
+    description_pairs=True,
 )
 
 
@@ -365,6 +366,7 @@ def test_exact_caps_on_a_small_graph() -> None:
         unseen_paper_fraction=0.0,
         validation_fraction=0.0,
         masked_name_pairs=False,
+        description_pairs=True,
     )
     pairs = build(tables, params).pairs
     counts = pairs.groupby(["kind", "concept"]).size().to_dict()
