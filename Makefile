@@ -84,7 +84,7 @@ repro: build ## run the pipeline (dvc repro: data, validate, train, evaluate) on
 # data stages → validate → train → evaluate → promote → dvc push) on the sample mirror,
 # ending with what it decided and why (mathembed report), then the registry and a search
 # with the champion. A second run finds no new papers and ends early ("Nothing to do").
-DEMO_QUERY ?= Zariski covering
+DEMO_QUERY ?= Cohen-Macaulay morphisms decompose into clopens of pure relative dimension
 demo: build ## the nightly flow once on the sample mirror, then its results and a search
 	$(VENV)/bin/mathembed nightly
 	$(VENV)/bin/mathembed status
