@@ -248,9 +248,10 @@ def main() -> None:
     models: dict[str, Any] = {}
     dense_runs: dict[str, dict[str, Rows]] = {"all": {}, "phrase_masked": {}}
     for source in sources:
-        queries, corpus = embed_eval_set(
+        embeddings = embed_eval_set(
             source, eval_set, cache=cache, batch_size=params.evaluate.batch_size
         )
+        queries, corpus = embeddings.queries, embeddings.corpus
         keys = tuple(eval_set.corpus_ids)
         index = PassageIndex(keys, matryoshka(corpus, None, normalize=True))
         query_vectors = matryoshka(queries, None, normalize=True)
