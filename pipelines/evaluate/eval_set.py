@@ -28,7 +28,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from pipelines.common import io
-from pipelines.common.masking import mask_name
+from pipelines.common.masking import mask_name, names_in
 from pipelines.common.paths import Paths
 from pipelines.common.tables import QUERY_SETS, TABLES
 
@@ -84,7 +84,8 @@ class EvalSet:
 
     def subset(self, name: str) -> Subset:
         """A set of :data:`QUERY_SETS`, or the named queries scored only against ``seen`` /
-        ``unseen`` relevant chunks. ``masked`` is scored against :meth:`masked_corpus`."""
+        ``unseen`` relevant chunks. ``masked`` is scored against the corpus with
+        :attr:`masked_texts` in place."""
         if name in QUERY_SETS:
             rows = self.rows_of(name)
             return Subset(
@@ -116,16 +117,12 @@ class EvalSet:
         rows = self.rows_of(query_set)
         if not rows:
             return 0.0
-        texts = (
-            {**dict(enumerate(self.corpus_texts)), **self.masked_texts}
-            if query_set == MASKED
-            else dict(enumerate(self.corpus_texts))
-        )
+        masked = self.masked_texts if query_set == MASKED else {}
         found = sum(
             1
             for row in rows
             if any(
-                mask_name(texts[doc], self.query_texts[row]) != texts[doc]
+                names_in(masked.get(doc, self.corpus_texts[doc]), self.query_texts[row])
                 for doc, grade in self.qrels[row].items()
                 if grade >= 1
             )
