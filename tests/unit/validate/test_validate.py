@@ -811,8 +811,10 @@ def test_the_sample_eval_set_passes_at_the_pairs_stages_breadth(
 
 def test_too_few_queries_stop_validation_with_the_reason(pipeline_tables: Tables) -> None:
     named = pipeline_tables["queries"].loc[pipeline_tables["queries"]["set"] == "named"]
-    queries = pipeline_tables["qrels"]["query_id"].isin(named["query_id"]).pipe(
-        lambda judged: pipeline_tables["qrels"].loc[judged, "query_id"].nunique()
+    queries = (
+        pipeline_tables["qrels"]["query_id"]
+        .isin(named["query_id"])
+        .pipe(lambda judged: pipeline_tables["qrels"].loc[judged, "query_id"].nunique())
     )
     params = dataclasses.replace(PARAMS.validate, min_queries=queries + 1)
     error = failure(pipeline_tables, params)
