@@ -53,6 +53,18 @@ class PassageFinder:
                 return tuple(chunk_id for chunk_id, _text in self._chunks[first : index + 1])
         return (self._chunks[first][0],)
 
+    def holding(self, text: str) -> tuple[str, ...]:
+        """The passages ``text`` runs over (:meth:`span`) and every other one holding all of
+        it: passages overlap, so a sentence near a cut sits whole in two of them."""
+        flat = _flat(text)
+        spanned = self.span(text)
+        if not spanned:
+            return ()
+        whole = {chunk_id for chunk_id, chunk_text in self._chunks if flat in chunk_text}
+        return tuple(
+            chunk_id for chunk_id, _text in self._chunks if chunk_id in whole or chunk_id in spanned
+        )
+
     def _find_start(self, flat: str) -> int | None:
         probe = flat[:PROBE_CHARS]
         if len(probe) < MIN_PROBE_CHARS:

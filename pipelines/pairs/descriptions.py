@@ -249,7 +249,9 @@ def build_descriptions(
                 continue
             held = [target for target in targets if target in info.held_out]
             if held:  # described queries only: never a training anchor
-                source = info.finders[paper_id].span(sentence) if paper_id in info.finders else ()
+                source = (
+                    info.finders[paper_id].holding(sentence) if paper_id in info.finders else ()
+                )
                 if not source:
                     out.left_out["citing_source_passage_not_found"] += 1
                     continue

@@ -45,3 +45,20 @@ def test_nothing_found_or_too_short_to_look_for() -> None:
     assert finder.find("A statement that is nowhere in the paper at all.") == ""
     assert finder.span("A statement that is nowhere in the paper at all.") == ()
     assert finder.find("Too short.") == ""
+
+
+def test_a_sentence_in_the_overlap_of_two_passages_is_held_by_both() -> None:
+    # Consecutive passages overlap: the sentence ends c1 and opens c2 again, and c1 is where
+    # find() places it; holding() must name c2 too (a described query excludes both).
+    sentence = "The morphism is finite locally free by Lemma [ref], hence it is open."
+    finder = PassageFinder(
+        [
+            ("c0", "Intro text only, nothing else to see here at all."),
+            ("c1", "Proof. Consider the cover. " + sentence),
+            ("c2", sentence + " Next we show the map is surjective."),
+            ("c3", "Another passage that quotes only: the morphism is finite."),
+        ]
+    )
+    assert finder.span(sentence) == ("c1",)
+    assert finder.holding(sentence) == ("c1", "c2")
+    assert finder.holding("A sentence that is nowhere in the paper at all, really.") == ()

@@ -140,6 +140,31 @@ def test_held_out_statement_is_described_and_the_other_trains() -> None:
     assert result.counts["queries_by_set"] == {"named": 0, "described": 2}
 
 
+def test_a_citing_sentence_in_two_overlapping_passages_excludes_both() -> None:
+    # Passages overlap: the held-out statement's citing sentence closes P2's first passage
+    # and opens its second again. Left in the ranking, that second passage would hold the
+    # query verbatim.
+    held, _kept, _fraction = held_and_kept()
+    held_cites = CITES_A if held == "lemma-a" else CITES_B
+    data = tables()
+    p2_text = " ".join([CITES_A, CITES_B, CITES_NOTHING, ALL_MATH])
+    overlap = pd.DataFrame(
+        {
+            "chunk_id": [f"{P2}v1#c0000", f"{P2}v1#c0001"],
+            "paper_id": [P2, P2],
+            "chunk_index": [0, 1],
+            "text": [p2_text, f"{held_cites} The proof goes on from here with more words."],
+        }
+    )
+    chunks = data["chunks"]
+    data["chunks"] = pd.concat([chunks[chunks["paper_id"] == P1], overlap], ignore_index=True)
+    result = build_pairs(**data, params=params())
+
+    described = result.queries[result.queries["set"] == "described"]
+    exclude = dict(zip(described["text"], described["exclude"].map(list), strict=True))
+    assert exclude[clean_citing_sentence(held_cites)] == [f"{P2}v1#c0000", f"{P2}v1#c0001"]
+
+
 def test_citing_pairs_are_capped_and_can_be_turned_off() -> None:
     result = build_pairs(**tables(), params=params(max_citing_pairs=0, slogan_pairs=False))
     assert set(result.pairs["kind"]) <= {"statement"}
