@@ -86,6 +86,24 @@ MAX_MATH_SHARE = 0.6  # of its characters inside $…$
 _HOLE = re.compile(
     r"\b(?:in|from|of|by|to|with|using|via|see|under|on)\s*(?:[.,;:)]|$|(?:and|is|are)\b)"
 )
+# A reference phrase the sentence reads without: an aside ("by Lemma [ref]", "see [ref]",
+# "cf. [ref]") or one inside brackets. Any other is a part of speech ("Using [ref] we see",
+# "the hypotheses of [ref] hold", "Lemma [ref] shows that"), and removing it leaves a hole.
+_ASIDE = re.compile(r"(?:[Ss]ee|[Bb]y|cf)\b")
+_PLACEHOLDERS = re.compile(rf"{_REF}|{re.escape(CITE_PLACEHOLDER)}")
+
+
+def reference_left_a_hole(sentence: str) -> bool:
+    """Whether cleaning ``sentence`` (:func:`clean_citing_sentence`) leaves a fragment: a
+    reference phrase that was a part of the sentence, or a preposition left dangling."""
+    for match in _REF_PHRASE.finditer(sentence):
+        if _ASIDE.match(match.group()):
+            continue
+        before = _PLACEHOLDERS.sub("", sentence[: match.start()])
+        if before.count("(") + before.count("[") > before.count(")") + before.count("]"):
+            continue
+        return True
+    return bool(_HOLE.search(clean_citing_sentence(sentence)))
 
 
 def clean_citing_sentence(sentence: str) -> str:
@@ -255,7 +273,7 @@ def build_descriptions(
                 if not source:
                     out.left_out["citing_source_passage_not_found"] += 1
                     continue
-                if _HOLE.search(text):
+                if reference_left_a_hole(sentence):
                     out.left_out["citing_reference_left_a_hole"] += 1
                     held = []  # no query, and (held out) no pair either
                 for target in held:

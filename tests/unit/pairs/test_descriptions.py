@@ -13,6 +13,7 @@ from pipelines.pairs.descriptions import (
     STATEMENT_SALT,
     clean_citing_sentence,
     description_problem,
+    reference_left_a_hole,
     statement_key,
 )
 from pipelines.pairs.stage import build_pairs, stable_bucket
@@ -210,3 +211,24 @@ def test_reference_phrases_leave_the_sentence(sentence: str, cleaned: str) -> No
 )
 def test_what_is_no_description(text: str, reason: str | None) -> None:
     assert description_problem(text, max_chars=600) == reason
+
+
+@pytest.mark.parametrize(
+    ("sentence", "hole"),
+    [
+        # Asides and bracketed references leave a whole sentence.
+        ("Hence $B$ is finite over $A$ (Algebra, Lemma [ref]).", False),
+        ("By Lemmas [ref] and [ref] the morphism $f$ is flat and open.", False),
+        ("The ring is Noetherian, see [cite], and every ideal is finitely generated.", False),
+        ("The map is proper (as $Z$ is proper over $S$, see Lemma [ref]) and finite.", False),
+        # A reference that was a part of the sentence leaves a fragment.
+        ("Using [ref] we see that $A \\to B$ is pseudo-coherent.", True),
+        ("In other words, the hypotheses of Lemma [ref] hold for the sheaf.", True),
+        ("Lemma [ref] shows that the sheaf is coherent on the scheme.", True),
+        ("The module is flat as in Lemma [ref].", True),
+        # A dangling preposition without a reference phrase too (the older rule).
+        ("This follows from and the fact that the map is open.", True),
+    ],
+)
+def test_a_reference_that_was_part_of_the_sentence_leaves_a_hole(sentence: str, hole: bool) -> None:
+    assert reference_left_a_hole(sentence) is hole
