@@ -8,9 +8,9 @@ import math
 import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import GetCoreSchemaHandler, Strict, ValidationInfo
+from pydantic import Discriminator, GetCoreSchemaHandler, Strict, Tag, ValidationInfo
 from pydantic_core import CoreSchema, PydanticCustomError, core_schema
 
 #: The validation context under which the rules below apply: reading a params file. A
@@ -182,3 +182,20 @@ Seed = Annotated[Int, Range(0)]
 Seconds = Annotated[Float, Range(0, low_open=True)]  # a timeout
 Delay = Annotated[Float, Range(0)]  # a pause; 0 = none
 Name = Annotated[Str, NonEmpty()]
+
+
+# "auto" or a value (``train.processes: auto | 4``). The union's members are told apart by
+# the value's type, so an error names the one member that applies; their tags are left out
+# of the error's key (:data:`UNION_TAGS`): ``train.processes: got 0; allowed: ...``.
+_Value = TypeVar("_Value")
+UNION_TAGS = frozenset({"auto", "value"})
+
+
+def _auto_or_value(value: Any) -> str:
+    return "auto" if isinstance(value, str) else "value"
+
+
+AutoOr = Annotated[
+    Annotated[Literal["auto"], Tag("auto")] | Annotated[_Value, Tag("value")],
+    Discriminator(_auto_or_value),
+]

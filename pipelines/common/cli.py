@@ -12,7 +12,7 @@ command imports its stage's code inside its body.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -161,9 +161,15 @@ def stage_command(
     params: Path,
     root: Path,
     bad_input: tuple[type[BaseException], ...] = (FileNotFoundError, ValueError),
+    *,
+    lock: bool = True,
 ) -> Iterator[Params]:
     """What every stage command does around its work: hold ``root``'s stage lock, read the
     params (``--params`` relative to ``--root``), and turn the expected errors into one line
-    (:func:`command_errors`; a busy root is bad input too)."""
-    with command_errors(command, (*bad_input, StageBusyError)), stage_lock(root, command):
+    (:func:`command_errors`; a busy root is bad input too). ``lock=False``: a process
+    whose lock another holds for it (the other ranks of a multi-process training)."""
+    with (
+        command_errors(command, (*bad_input, StageBusyError)),
+        stage_lock(root, command) if lock else nullcontext(),
+    ):
         yield load_params(params_path(params, root))

@@ -41,6 +41,8 @@ from pydantic_core import ErrorDetails
 from pipelines.common.allowed import (
     FILE_CONTEXT,
     NOT_ALLOWED,
+    UNION_TAGS,
+    AutoOr,
     Bool,
     Count,
     CronSchedule,
@@ -349,6 +351,8 @@ class TrainParams(_Section):
     seed: Seed = FROM_PARAMS_YAML
     max_steps: Int = FROM_PARAMS_YAML
     device: Literal["auto", "cpu", "cuda"] = FROM_PARAMS_YAML
+    # Data-parallel processes (pipelines/train/distributed.py): "auto" is one per visible GPU.
+    processes: AutoOr[Annotated[Int, Range(1, 64)]] = FROM_PARAMS_YAML
     logging_steps: Int = FROM_PARAMS_YAML
     max_validation_pairs: Count = FROM_PARAMS_YAML
     save_total_limit: Int = FROM_PARAMS_YAML
@@ -508,6 +512,8 @@ def _dotted(loc: tuple[str | int, ...]) -> str:
     """``("evaluate", "ks", 0)`` -> ``evaluate.ks[0]``."""
     text = ""
     for part in loc:
+        if part in UNION_TAGS:
+            continue  # a member of a union (AutoOr): the knob's own name says it
         text += f"[{part}]" if isinstance(part, int) else f"{'.' if text else ''}{part}"
     return text
 

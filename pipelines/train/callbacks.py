@@ -29,8 +29,9 @@ class RunLog:
 
 
 def observer(run_log: RunLog) -> TrainerCallback:
-    """Times optimisation steps, logs progress (:mod:`pipelines.train.progress`) and stops
-    the run at the first NaN or infinite loss."""
+    """Times optimisation steps, logs progress (:mod:`pipelines.train.progress`; rank 0
+    alone under DDP) and stops the run at the first NaN or infinite loss (on every rank:
+    the loss logged is the mean over the ranks)."""
     from transformers import TrainerCallback
 
     class Observer(TrainerCallback):
@@ -69,10 +70,12 @@ def observer(run_log: RunLog) -> TrainerCallback:
             ) or validation_line(logs, step=step, max_steps=max_steps)
             if "loss" in logs:
                 run_log.last_loss = float(logs["loss"])
-            if line:
+            if line and state.is_world_process_zero:  # one log for all ranks
                 logger.info("train: %s", line)
 
         def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            if not state.is_world_process_zero:
+                return
             steps = int(state.global_step) - run_log.start_step
             elapsed = time.perf_counter() - run_log.started
             logger.info("train: %s", finished_line(steps, elapsed, run_log.last_loss))

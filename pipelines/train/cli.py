@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import logging
+import os
+import shlex
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from types import FrameType
+from typing import NoReturn
 
 import typer
 
@@ -17,6 +22,8 @@ from pipelines.common.cli import (
     ParamsOption,
     ProgressOption,
     RootOption,
+    command_errors,
+    params_path,
     stage_command,
 )
 
@@ -33,10 +40,16 @@ def train(
     Logs progress (step n/N, loss, time left) and logs the run live to MLflow (the
     promote.experiment; MLFLOW_TRACKING_URI or mlruns/), naming it in
     models/candidate/mlflow_run.json; without a reachable store it trains all the same.
-    A killed run resumes from models/checkpoints/.
+    A killed run resumes from models/checkpoints/. With train.processes above 1 (or auto on
+    a machine with several GPUs) it runs itself under torchrun, one process per GPU, and
+    rank 0 alone writes.
     """
+    from pipelines.train.distributed import current_world
+
+    world = current_world()
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
-    logging.getLogger("pipelines").setLevel(logging.INFO)  # our decisions, not library chatter
+    # Our decisions, not library chatter; from rank 0 alone when there are several.
+    logging.getLogger("pipelines").setLevel(logging.INFO if world.is_main else logging.WARNING)
     from pipelines.common.models import ModelLoadError
     from pipelines.common.paths import Paths
     from pipelines.train.setup import check_params
@@ -44,10 +57,20 @@ def train(
     from pipelines.train.tracking import start_training_run
 
     bad_input = (ModelLoadError, TrainError, FileNotFoundError)
-    with stage_command("train", params, root, bad_input) as loaded, _terminate_as_interrupt():
+    if world.size == 1:
+        with command_errors("train", bad_input):
+            processes = _processes_asked(params_path(params, root))
+        if processes > 1:
+            _relaunch(processes, params, root, progress)
+    with (
+        stage_command("train", params, root, bad_input, lock=world.is_main) as loaded,
+        _terminate_as_interrupt(),
+    ):
         paths = Paths(root)
         check_params(loaded.train)  # a configuration error starts no MLflow run
-        tracking = start_training_run(paths, loaded.promote, loaded.train)
+        tracking = (
+            start_training_run(paths, loaded.promote, loaded.train) if world.is_main else None
+        )
         report = run_train(
             loaded.train,
             paths,
@@ -55,13 +78,54 @@ def train(
             tracking=tracking,
             model_name=f"{loaded.promote.registered_model} (mathembed)",
         )
+    if not world.is_main:
+        return
     typer.echo(
         f"train: {report.resume_note}; {report.steps} steps on {report.n_train_pairs} pairs "
-        f"({report.device}, {report.precision}), {report.pairs_per_second:.1f} pairs/s, "
+        f"({report.device}, {report.precision}, {world.size} process(es)), "
+        f"{report.pairs_per_second:.1f} pairs/s, "
         f"final loss {format_loss(report.final_loss)}, validation loss "
         f"{format_loss(report.validation_loss)}; candidate {report.candidate_dir} "
         f"(fingerprint {report.fingerprint[:12]})"
     )
+
+
+def _processes_asked(params_file: Path) -> int:
+    """How many processes ``train.processes`` asks for here (checked against the GPUs)."""
+    from pipelines.common.config import load_params
+    from pipelines.train.distributed import check_batch_split, resolve_processes
+    from pipelines.train.setup import check_params
+
+    train_params = load_params(params_file).train
+    check_params(train_params)
+    if train_params.processes == 1 or (
+        train_params.processes == "auto" and train_params.device == "cpu"
+    ):
+        return 1
+    import torch
+
+    processes = resolve_processes(
+        train_params.processes, train_params.device, torch.cuda.device_count()
+    )
+    check_batch_split(train_params.batch_size, processes)
+    return processes
+
+
+def _relaunch(processes: int, params: Path, root: Path, progress: bool) -> NoReturn:
+    """Become ``torchrun`` running this command as ``processes`` ranks (same process id,
+    so a supervisor's SIGTERM reaches torchrun, which stops every rank; its exit status is
+    the run's)."""
+    from pipelines.train.distributed import torchrun_command
+
+    arguments = ["train", "--params", str(params), "--root", str(root)]
+    arguments.append("--progress" if progress else "--no-progress")
+    command = torchrun_command(processes, arguments)
+    logging.getLogger(__name__).info(
+        "train: %d processes under torchrun (rank 0 writes): %s", processes, shlex.join(command)
+    )
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(command[0], command)
 
 
 @contextmanager

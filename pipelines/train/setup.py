@@ -146,15 +146,17 @@ def distinct_texts(frame: pd.DataFrame) -> int:
     return int(min(frame["anchor"].nunique(), frame["positive"].nunique()))
 
 
-def validation_batch_size(batch_size: int, validation: pd.DataFrame) -> int:
+def validation_batch_size(batch_size: int, validation: pd.DataFrame, processes: int = 1) -> int:
     """Validation batches hold at most half the distinct validation texts, so the
-    no-duplicates sampler can fill them; 0 means too few for a validation loss.
+    no-duplicates sampler can fill them, and split evenly over ``processes``; 0 means too
+    few for a validation loss.
 
     The validation loss is comparable across the epochs of one run (same batches), not
     across runs with another batch size.
     """
-    capacity = distinct_texts(validation) // 2
-    return min(batch_size, capacity) if capacity >= 2 else 0
+    size = min(batch_size, distinct_texts(validation) // 2)
+    size -= size % processes
+    return size if size >= 2 else 0
 
 
 def step_budget(params: TrainParams, n_train_pairs: int) -> int:
@@ -168,9 +170,11 @@ def step_budget(params: TrainParams, n_train_pairs: int) -> int:
     return full if params.max_steps == -1 else min(params.max_steps, full)
 
 
-def run_key(params: TrainParams, pairs_hash: str) -> dict[str, Any]:
-    """What a checkpoint must have been trained with to be resumed: data and every param."""
-    return {"data_hash": pairs_hash, "params": json.loads(json.dumps(dataclasses.asdict(params)))}
+def run_key(params: TrainParams, pairs_hash: str, *, processes: int = 1) -> dict[str, Any]:
+    """What a checkpoint must have been trained with to be resumed: data, every param and
+    the number of processes (each rank resumes its own random state)."""
+    key = {"data_hash": pairs_hash, "params": json.loads(json.dumps(dataclasses.asdict(params)))}
+    return key if processes == 1 else {**key, "processes": processes}
 
 
 def loss_curves(log_history: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], ...]:
@@ -234,8 +238,10 @@ def describe_device(device: Literal["cpu", "cuda"]) -> str:
 
 
 def build_loss(
-    model: SentenceTransformer, params: TrainParams, dims: Sequence[int]
+    model: SentenceTransformer, params: TrainParams, dims: Sequence[int], *, gather: bool = False
 ) -> MatryoshkaLoss:
+    """MNRL or cached MNRL inside Matryoshka. ``gather`` (several processes): each anchor's
+    negatives are the positives of every process's share of the batch, not only its own."""
     from sentence_transformers.sentence_transformer.losses import (
         CachedMultipleNegativesRankingLoss,
         MatryoshkaLoss,
@@ -244,9 +250,11 @@ def build_loss(
 
     inner: nn.Module
     if params.loss == "cached_mnrl":
-        inner = CachedMultipleNegativesRankingLoss(model, mini_batch_size=params.mini_batch_size)
+        inner = CachedMultipleNegativesRankingLoss(
+            model, mini_batch_size=params.mini_batch_size, gather_across_devices=gather
+        )
     else:
-        inner = MultipleNegativesRankingLoss(model)
+        inner = MultipleNegativesRankingLoss(model, gather_across_devices=gather)
     return MatryoshkaLoss(model, inner, matryoshka_dims=list(dims))
 
 
@@ -260,11 +268,16 @@ def build_arguments(
     eval_batch_size: int,
     progress: bool,
     best_by_ir: bool,
+    processes: int = 1,
 ) -> SentenceTransformerTrainingArguments:
     """The trainer's arguments. Every ``train.eval_steps`` (and at the last step) the
     validation loss (when ``eval_batch_size``) and IR score are measured and a checkpoint is
     saved; with ``best_by_ir`` the checkpoint best on ``train.best_checkpoint_metric``
-    becomes the model at the end, and checkpoint rotation (``save_total_limit``) spares it."""
+    becomes the model at the end, and checkpoint rotation (``save_total_limit``) spares it.
+
+    With several ``processes`` the batch sizes stay global: each batch the sampler draws is
+    split between the processes (accelerate's ``split_batches``), not one batch per process.
+    """
     from sentence_transformers import SentenceTransformerTrainingArguments
     from sentence_transformers.base.sampler import BatchSamplers
 
@@ -301,4 +314,5 @@ def build_arguments(
         seed=params.seed,
         data_seed=params.seed,
         disable_tqdm=not progress,
+        accelerator_config={"split_batches": processes > 1},
     )

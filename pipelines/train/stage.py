@@ -93,6 +93,16 @@ from pipelines.train.checkpoints import (
     disk_errors,
     prepare_checkpoints,
 )
+from pipelines.train.distributed import (
+    World,
+    check_batch_split,
+    current_world,
+    join,
+    leave,
+    main_first,
+    rank_zero_saving_trainer,
+    share,
+)
 from pipelines.train.negatives import mine_training_negatives
 from pipelines.train.setup import (
     Precision,
@@ -185,22 +195,32 @@ def run_train(
     :class:`pipelines.common.models.ModelLoadError` when the base model cannot be loaded and
     :class:`TrainError` when the data cannot train or training diverges; in every failure
     the previous candidate is left as it was.
+
+    Under ``torchrun`` (:mod:`pipelines.train.distributed`) every rank calls this; rank 0
+    alone writes (checkpoints, candidate, metrics; ``tracking`` is rank 0's, ``None``
+    elsewhere) and every rank returns rank 0's report.
     """
-    with training_run_status(tracking):
-        return _train(
-            params,
-            paths,
-            bars=progress and sys.stderr.isatty(),
-            callbacks=callbacks,
-            tracking=tracking,
-            model_name=model_name,
-        )
+    world = current_world()
+    try:
+        with training_run_status(tracking):
+            return _train(
+                params,
+                paths,
+                world=world,
+                bars=progress and sys.stderr.isatty() and world.is_main,
+                callbacks=callbacks,
+                tracking=tracking,
+                model_name=model_name,
+            )
+    finally:
+        leave()
 
 
 def _train(
     params: TrainParams,
     paths: Paths,
     *,
+    world: World,
     bars: bool,
     callbacks: Sequence[TrainerCallback],
     tracking: TrainingRun | None,
@@ -208,6 +228,7 @@ def _train(
 ) -> TrainReport:
     started = time.perf_counter()
     check_params(params)
+    check_batch_split(params.batch_size, world.size)
     pairs_path = TABLES["pairs"].validated_path(paths)
     if not pairs_path.is_file():
         raise TrainError(
@@ -226,17 +247,17 @@ def _train(
         )
     pairs_hash = data_hash(pairs_path)
 
-    from sentence_transformers import SentenceTransformerTrainer
     from transformers import set_seed
 
     device = resolve_device(params.device)
     precision = choose_precision(device)
+    join(world, device)
     set_seed(params.seed)  # before loading: a base model missing some weights initialises them
     model = load_base_model(
         params.base_model,
         pooling=params.pooling,
         max_seq_length=params.max_seq_length,
-        device=device,
+        device=f"cuda:{world.local_rank}" if device == "cuda" else device,
     )
     dimension = model.get_embedding_dimension()
     if dimension is None:
@@ -248,9 +269,10 @@ def _train(
     )
     mining = None
     if params.mined_negatives:
-        mining = mine_training_negatives(
-            model, pairs, params=params, cache_dir=paths.negatives_cache, pairs_hash=pairs_hash
-        )
+        with main_first(world):  # rank 0 mines and caches; the others read its cache
+            mining = mine_training_negatives(
+                model, pairs, params=params, cache_dir=paths.negatives_cache, pairs_hash=pairs_hash
+            )
         train_pairs, _ = split_pairs(mining.pairs, pairs_path)
     evaluator = (
         build_evaluator(task, batch_size=params.batch_size, metric=params.best_checkpoint_metric)
@@ -259,9 +281,15 @@ def _train(
     )
 
     checkpoint_folder = paths.checkpoints
-    resume_from, resume_note = prepare_checkpoints(checkpoint_folder, run_key(params, pairs_hash))
-    logger.info("train: %s", resume_note)
-    eval_batch_size = validation_batch_size(params.batch_size, validation_pairs)
+    # Rank 0 alone looks at (and tidies) the checkpoints; every rank resumes from its choice.
+    resume_from, resume_note = share(
+        prepare_checkpoints(checkpoint_folder, run_key(params, pairs_hash, processes=world.size))
+        if world.is_main
+        else (None, "")
+    )
+    if world.is_main:
+        logger.info("train: %s", resume_note)
+    eval_batch_size = validation_batch_size(params.batch_size, validation_pairs, world.size)
     arguments = build_arguments(
         params,
         checkpoint_folder,
@@ -271,6 +299,7 @@ def _train(
         eval_batch_size=eval_batch_size,
         progress=bars,
         best_by_ir=evaluator is not None,
+        processes=world.size,
     )
     describe_model(
         model,
@@ -284,19 +313,24 @@ def _train(
     )
     run_log = RunLog()
     tracking_callbacks = [mlflow_callback(tracking)] if tracking else []
-    trainer = SentenceTransformerTrainer(
+    trainer = rank_zero_saving_trainer()(
         model=model,
         args=arguments,
         train_dataset=_to_dataset(train_pairs),
         eval_dataset=_to_dataset(validation_pairs) if eval_batch_size else None,
-        loss=build_loss(model, params, dims),
+        loss=build_loss(model, params, dims, gather=world.size > 1),
         evaluator=evaluator,
         callbacks=[observer(run_log), *tracking_callbacks, *callbacks],
     )
     bars_on_terminal_only(trainer, bars)
     with disk_errors(checkpoint_folder):
         trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
-
+    if not world.is_main:
+        # Its weights are rank 0's (the best checkpoint, loaded from rank 0's save); rank 0
+        # publishes them and says what it wrote.
+        report = share(None)
+        assert isinstance(report, TrainReport)
+        return report
     train_curve, validation_curve = loss_curves(trainer.state.log_history)
     validation_ir = ir_curve(trainer.state.log_history)
     kept = kept_checkpoint(
@@ -344,6 +378,7 @@ def _train(
         "data_hash": pairs_hash,
         "device": describe_device(device),
         "precision": precision,
+        "processes": world.size,
         "loss": params.loss,
         "matryoshka_dims": list(dims),
         "batch_size": params.batch_size,
@@ -387,22 +422,24 @@ def _train(
             name=f"candidate-{fingerprint[:12]}",
             tags={"data_version": pairs_hash, "base_model": params.base_model},
         )
-    return TrainReport(
-        candidate_dir=output,
-        fingerprint=fingerprint,
-        data_hash=pairs_hash,
-        n_train_pairs=len(train_pairs),
-        n_validation_pairs=len(validation_pairs),
-        steps=int(trainer.state.global_step),
-        resumed_from_step=metrics["resumed_from_step"],
-        resume_note=resume_note,
-        matryoshka_dims=dims,
-        device=metrics["device"],
-        precision=precision,
-        pairs_per_second=pairs_per_second,
-        final_loss=final_loss,
-        validation_loss=validation_loss,
-        metrics=metrics,
+    return share(
+        TrainReport(
+            candidate_dir=output,
+            fingerprint=fingerprint,
+            data_hash=pairs_hash,
+            n_train_pairs=len(train_pairs),
+            n_validation_pairs=len(validation_pairs),
+            steps=int(trainer.state.global_step),
+            resumed_from_step=metrics["resumed_from_step"],
+            resume_note=resume_note,
+            matryoshka_dims=dims,
+            device=metrics["device"],
+            precision=precision,
+            pairs_per_second=pairs_per_second,
+            final_loss=final_loss,
+            validation_loss=validation_loss,
+            metrics=metrics,
+        )
     )
 
 

@@ -96,6 +96,8 @@ OUT_OF_RANGE: list[tuple[str, str, Any]] = [
     ("train", "max_validation_corpus", 0),
     ("train", "mined_negative_margin", 1.0),
     ("train", "mined_negative_margin", -0.1),
+    ("train", "processes", 0),
+    ("train", "processes", 65),
     ("evaluate", "ks", []),
     ("evaluate", "ks", [0, 10]),
     ("evaluate", "dims", [-8]),
