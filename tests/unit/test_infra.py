@@ -30,6 +30,7 @@ PREFECT_YAML = INFRA / "prefect.yaml"
 COMPOSE = INFRA / "docker-compose.yml"
 ENV_EXAMPLE = INFRA / ".env.example"
 K8S_GPU_TEMPLATE = INFRA / "k8s" / "gpu-job-template.json"
+K8S_TRAIN_JOB = INFRA / "k8s" / "train-job.yaml"
 ENTRYPOINT_SCRIPT = INFRA / "worker-entrypoint.sh"
 DOCKERFILES = [INFRA / "Dockerfile", INFRA / "Dockerfile.gpu", INFRA / "mlflow" / "Dockerfile"]
 # The worker images' build context is the repository root (see docker-compose.yml).
@@ -141,7 +142,9 @@ def dockerignore_excludes(relative_path: str) -> bool:
 # --- every file parses ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path", [PREFECT_YAML, COMPOSE, K8S_GPU_TEMPLATE], ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "path", [PREFECT_YAML, COMPOSE, K8S_GPU_TEMPLATE, K8S_TRAIN_JOB], ids=lambda p: p.name
+)
 def test_deployment_file_parses_to_a_mapping(path: Path) -> None:
     text = path.read_text(encoding="utf-8")
     document = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
@@ -561,6 +564,31 @@ def test_train_gpu_job_variables_fit_both_gpu_pool_kinds() -> None:
     jsonschema.validate(job_variables, process_variables)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"gpu_count": 0}, k8s_template()["variables"])
+
+
+def test_k8s_gpu_job_takes_the_gpu_count_of_the_run() -> None:
+    resources = resolved_gpu_container({"gpu_count": 4})["resources"]
+    assert resources["requests"]["nvidia.com/gpu"] == resources["limits"]["nvidia.com/gpu"] == 4
+
+
+def test_k8s_train_job_names_its_gpu_count_once_and_trains_one_process_per_gpu() -> None:
+    """The plain Job: N GPUs requested and limited; training follows them (train.processes:
+    auto starts one DDP process per visible GPU), so N is written in one place."""
+    from pipelines.common.config import load_params
+
+    job = yaml.safe_load(K8S_TRAIN_JOB.read_text(encoding="utf-8"))
+    assert (job["apiVersion"], job["kind"]) == ("batch/v1", "Job")
+    assert job["spec"]["backoffLimit"] == 0  # a dead rank fails the Job, it is not rerun
+    (container,) = job["spec"]["template"]["spec"]["containers"]
+    resources = container["resources"]
+    gpus = resources["requests"]["nvidia.com/gpu"]
+    assert isinstance(gpus, int) and gpus > 1
+    assert resources["limits"]["nvidia.com/gpu"] == gpus
+    command = " ".join([*container["command"], *container["args"]])
+    assert "dvc repro --single-item train" in command
+    assert "nproc" not in command  # the count is the pod's GPUs, not a second number
+    assert load_params(ROOT / "params.yaml").train.processes == "auto"
+    assert container["envFrom"] == [{"secretRef": {"name": "mathembed-credentials"}}]
 
 
 # --- the worker entrypoint -----------------------------------------------------------------
