@@ -262,6 +262,9 @@ class PrepareParams(_Section):
     chunk_chars: Int = FROM_PARAMS_YAML
     overlap_chars: Int = FROM_PARAMS_YAML
     min_chunk_chars: Int = FROM_PARAMS_YAML
+    # Consecutive theorem-like blocks share a passage while it stays within this many
+    # characters (at most chunk_chars): 0 gives every block its own passage.
+    pack_chars: Annotated[Int, Range(0, 100_000)] = FROM_PARAMS_YAML
     # One paper's cleaning, in a worker process that is stopped past it (issue 23); at most
     # the flow's hour for the data stages, which it exists to protect.
     paper_timeout_seconds: Annotated[Float, Range(1, 3600)] = FROM_PARAMS_YAML
@@ -378,6 +381,20 @@ class EvaluateParams(_Section):
 
 @_config_errors
 @pydantic_dataclass(frozen=True, config=SECTION_CONFIG)
+class SearchParams(_Section):
+    section: ClassVar[str] = "search"
+
+    # Passages from which search uses an approximate index (pipelines/search/index.py);
+    # exact below. An IVF index trains on the corpus: a few hundred passages at least.
+    ann_threshold: Annotated[Int, Range(256, 10**10)] = FROM_PARAMS_YAML
+    # IVF partitions searched per query: more is slower and closer to exact.
+    ann_nprobes: Annotated[Int, Range(1, 4096)] = FROM_PARAMS_YAML
+    # Candidates re-ranked with the exact vectors: refine_factor x k (1: none beyond k).
+    ann_refine_factor: Annotated[Int, Range(1, 100)] = FROM_PARAMS_YAML
+
+
+@_config_errors
+@pydantic_dataclass(frozen=True, config=SECTION_CONFIG)
 class PromoteParams(_Section):
     section: ClassVar[str] = "promote"
 
@@ -430,6 +447,7 @@ class Params:
     train: TrainParams = field(default_factory=TrainParams)
     evaluate: EvaluateParams = field(default_factory=EvaluateParams)
     promote: PromoteParams = field(default_factory=PromoteParams)
+    search: SearchParams = field(default_factory=SearchParams)
     flow: FlowParams = field(default_factory=FlowParams)
 
 

@@ -243,20 +243,24 @@ def block_spans(
     chunk_chars: int,
     overlap_chars: int,
     min_chunk_chars: int = 0,
+    pack_chars: int | None = None,
 ) -> list[tuple[int, int]]:
     """Passage boundaries in ``text`` that begin where its blocks begin.
 
     ``starts`` are where theorem-like blocks (a statement with its proof, a remark) begin.
-    Consecutive blocks are packed into one passage while it stays within ``chunk_chars``; a
-    block longer than that is cut by :func:`chunk_spans`, and a block shorter than
-    ``min_chunk_chars`` joins its neighbour. So a definition opens its passage (what an
-    embedding with a token limit reads first) instead of sitting in the middle of one.
+    Consecutive blocks are packed into one passage while it stays within ``pack_chars``
+    (``chunk_chars`` when None); a block longer than ``chunk_chars`` is cut by
+    :func:`chunk_spans`, and a block shorter than ``min_chunk_chars`` joins its neighbour.
+    So a statement opens its passage (what an embedding with a token limit reads first)
+    instead of sitting in the middle of one: a packed block starts after the blocks before
+    it, past what a 128-token model reads once they hold a few hundred characters.
     Without ``starts`` this is :func:`chunk_spans`.
     """
+    pack_limit = chunk_chars if pack_chars is None else min(pack_chars, chunk_chars)
     bounds = sorted({0, len(text), *(start for start in starts if 0 < start < len(text))})
     packed: list[tuple[int, int]] = []
     for start, end in zip(bounds, bounds[1:], strict=False):
-        fits = bool(packed) and end - packed[-1][0] <= chunk_chars
+        fits = bool(packed) and end - packed[-1][0] <= pack_limit
         # A block (or a run of text before the first block) too short to be a passage joins
         # its neighbour rather than being dropped.
         tiny = bool(packed) and min(end - start, packed[-1][1] - packed[-1][0]) < min_chunk_chars

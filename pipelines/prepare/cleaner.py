@@ -96,7 +96,12 @@ class PreparedDocument:
 
 
 def prepare_document(
-    source: str, *, chunk_chars: int, overlap_chars: int, min_chunk_chars: int
+    source: str,
+    *,
+    chunk_chars: int,
+    overlap_chars: int,
+    min_chunk_chars: int,
+    pack_chars: int | None = None,
 ) -> PreparedDocument:
     """Clean ``source`` (a whole ``.tex`` file) and cut each section into passages."""
     cleaned = clean_latex(source)
@@ -113,7 +118,7 @@ def prepare_document(
     dropped = 0
     for section in cleaned.sections:
         spans = block_spans(
-            section.text, section.starts, chunk_chars, overlap_chars, min_chunk_chars
+            section.text, section.starts, chunk_chars, overlap_chars, min_chunk_chars, pack_chars
         )
         for start, end in spans:
             if end - start >= min_chunk_chars:

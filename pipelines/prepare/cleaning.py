@@ -77,6 +77,7 @@ def prepare_paper(
         chunk_chars=params.chunk_chars,
         overlap_chars=params.overlap_chars,
         min_chunk_chars=params.min_chunk_chars,
+        pack_chars=params.pack_chars,
     )
     row = paper_row(
         raw, content_hash, len(document.chunks), len(document.statements), document.citations

@@ -36,7 +36,8 @@ def fingerprint(params: PrepareParams) -> str:
     """What the outputs depend on besides the input: the cleaner and the chunking knobs."""
     text = (
         f"cleaner={CLEANER_VERSION};chunk_chars={params.chunk_chars};"
-        f"overlap_chars={params.overlap_chars};min_chunk_chars={params.min_chunk_chars}"
+        f"overlap_chars={params.overlap_chars};min_chunk_chars={params.min_chunk_chars};"
+        f"pack_chars={params.pack_chars}"
     )
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 

@@ -25,6 +25,24 @@ def test_each_block_opens_a_passage_and_short_ones_pack_together() -> None:
     assert packed == [(0, len(text.rstrip()))]
 
 
+def test_pack_chars_bounds_how_many_blocks_share_a_passage() -> None:
+    text = INTRO + DEFINITION + LEMMA
+    starts = (len(INTRO), len(INTRO) + len(DEFINITION))
+    # Within chunk_chars, packing stops at pack_chars: the lemma opens a passage of its own.
+    spans = block_spans(
+        text, starts, chunk_chars=2000, overlap_chars=20, min_chunk_chars=20, pack_chars=300
+    )
+    assert [text[a:b].split(".")[0] for a, b in spans] == [INTRO.split(".")[0], "Lemma"]
+    alone = block_spans(
+        text, starts, chunk_chars=2000, overlap_chars=20, min_chunk_chars=20, pack_chars=0
+    )
+    assert [a for a, _b in alone] == [0, *starts]
+    # pack_chars above chunk_chars packs no more than chunk_chars allows.
+    assert block_spans(text, starts, 200, 20, 20, pack_chars=5000) == block_spans(
+        text, starts, 200, 20, 20
+    )
+
+
 def test_without_blocks_it_is_the_plain_chunker() -> None:
     text = INTRO * 10
     assert block_spans(text, (), 300, 50, 40) == chunk_spans(text, 300, 50, 40)
@@ -42,15 +60,18 @@ def test_a_block_too_short_for_a_passage_joins_its_neighbour() -> None:
 @given(
     st.lists(st.integers(min_value=1, max_value=600), min_size=1, max_size=8),
     st.integers(min_value=100, max_value=700),
+    st.integers(min_value=0, max_value=800),
 )
-def test_no_word_is_lost(block_lengths: list[int], chunk_chars: int) -> None:
+def test_no_word_is_lost(block_lengths: list[int], chunk_chars: int, pack_chars: int) -> None:
     words = iter(f"w{index}" for index in range(10_000))
     blocks = [
         " ".join(next(words) for _ in range(max(1, length // 6))) + " " for length in block_lengths
     ]
     text = "".join(blocks)
     starts = tuple(sum(len(block) for block in blocks[:index]) for index in range(1, len(blocks)))
-    spans = block_spans(text, starts, chunk_chars, chunk_chars // 5, min_chunk_chars=10)
+    spans = block_spans(
+        text, starts, chunk_chars, chunk_chars // 5, min_chunk_chars=10, pack_chars=pack_chars
+    )
     kept = {word for a, b in spans for word in text[a:b].split()}
     assert kept == set(text.split())
 
