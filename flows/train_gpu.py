@@ -3,9 +3,10 @@
 It shares nothing with the nightly flow's machine but the remote stores: it receives the
 caller's ``dvc.lock`` as a parameter, pulls the validated data from the DVC remote, trains
 (``dvc repro --single-item train``; bf16/fp16 autocast on CUDA and one DDP process per GPU
-the pod gets, ``train.processes: auto``, come from pipelines.train), pushes the candidate back to the remote and returns the updated ``dvc.lock`` text, which
-the caller uses to pull the candidate, with the training metrics (``metrics/train.json``
-is kept in git, not in the remote). The result is persisted so that ``run_deployment``
+the pod gets, ``train.processes: auto``, come from pipelines.train), pushes the candidate
+back to the remote and returns the updated ``dvc.lock`` text, which the caller uses to pull
+the candidate, with the training metrics (``metrics/train.json`` is kept in git, not in
+the remote). The result is persisted so that ``run_deployment``
 can read it (configure shared result storage, e.g. an S3 block, when the pools run on
 different machines).
 """
