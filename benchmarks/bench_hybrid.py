@@ -5,7 +5,7 @@ default (``pipelines/common/lexical.py``) and records why, in
 ``benchmarks/results/hybrid.json``. It runs on a project where the pipeline has run
 (``--project``, default the checkout after ``make demo``): the eval set evaluate scored
 (``data/validated``: passages, queries, judgments), the candidate and base model with the
-embeddings evaluate cached (nothing is re-embedded when the cache is there). Each ranking
+embeddings evaluate stored (nothing is re-embedded when the store has them). Each ranking
 is the service's own code: :meth:`PassageIndex.top` for the model, :class:`LexicalIndex`
 for BM25, :func:`fuse` for hybrid.
 
@@ -43,13 +43,13 @@ import metrics_rs  # noqa: E402 -- after the path is set
 from pipelines.common import quiet  # noqa: E402
 from pipelines.common.config import load_params  # noqa: E402
 from pipelines.common.embeddings import (  # noqa: E402
-    EmbeddingCache,
     LazyModel,
     embed_texts,
     matryoshka,
 )
 from pipelines.common.lexical import FUSION_DEPTH, RRF_K, LexicalIndex, fuse  # noqa: E402
 from pipelines.common.paths import Paths  # noqa: E402
+from pipelines.common.vector_store import open_store  # noqa: E402
 from pipelines.evaluate.eval_set import EvalSet, load_eval_set  # noqa: E402
 from pipelines.evaluate.scoring import embed_eval_set, paired_test_p_value  # noqa: E402
 from pipelines.evaluate.sources import (  # noqa: E402
@@ -162,13 +162,14 @@ def rank_masked(
         for doc, i in own.items():
             vectors[doc] = masked_vectors[i]
             texts[doc] = masked[(row, doc)]
-        masked_index = PassageIndex(index.keys, vectors)
+        masked_index = PassageIndex(vectors)
         rank_three_ways(rankings, query, vector, masked_index, LexicalIndex(texts))
     return rankings
 
 
 def embed_masked(source: ModelSource, texts: list[str], batch_size: int) -> npt.NDArray[np.float32]:
-    """Unit vectors of the masked passages (not cached: the project's cache stays its own)."""
+    """Unit vectors of the masked passages (not stored: the project's store keeps the
+    pipeline's own texts)."""
     model = LazyModel(source.load)
     return embed_texts(model, texts, batch_size=batch_size, dim=None, normalize=True)
 
@@ -228,7 +229,7 @@ def main() -> None:
     paths = Paths(args.project)
     params = load_params(args.project / "params.yaml")
     eval_set = load_eval_set(paths)
-    cache = EmbeddingCache(paths.embedding_cache)
+    store = open_store(paths)
     metadata = read_model_metadata(paths.candidate)
     base = base_spec_from_metadata(metadata)
     sources = [local_model_source("candidate", paths.candidate)]
@@ -249,11 +250,10 @@ def main() -> None:
     dense_runs: dict[str, dict[str, Rows]] = {"all": {}, "phrase_masked": {}}
     for source in sources:
         embeddings = embed_eval_set(
-            source, eval_set, cache=cache, batch_size=params.evaluate.batch_size
+            source, eval_set, store=store, batch_size=params.evaluate.batch_size
         )
         queries, corpus = embeddings.queries, embeddings.corpus
-        keys = tuple(eval_set.corpus_ids)
-        index = PassageIndex(keys, matryoshka(corpus, None, normalize=True))
+        index = PassageIndex(matryoshka(corpus, None, normalize=True))
         query_vectors = matryoshka(queries, None, normalize=True)
         rankings = rank_all(eval_set, query_vectors, index, bm25)
         models[source.name] = compare(eval_set, rankings, subsets, test)

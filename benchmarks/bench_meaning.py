@@ -14,7 +14,7 @@ each set (``named``, ``masked``, ``described``; :mod:`pipelines.evaluate.eval_se
   does not rank (a described query's own passage) left out of both lists first.
 
 The models are embedded and scored by the evaluate stage's own functions
-(:func:`embed_eval_set` through the project's embedding cache, :func:`score_eval_set`,
+(:func:`embed_eval_set` through the project's embedding store, :func:`score_eval_set`,
 :func:`sets_block`), at each model's full dimension; every metric comes from
 ``metrics_rs.evaluate``. Per set the record holds its size, the share of its queries whose
 words stand in a relevant passage, MRR@10 / NDCG@10 / Recall@10 of each row with a
@@ -60,11 +60,12 @@ from benchmarks.machine import (  # noqa: E402
 )
 from pipelines.common import io, offline, quiet  # noqa: E402
 from pipelines.common.config import Params, load_params  # noqa: E402
-from pipelines.common.embeddings import EmbeddingCache, matryoshka  # noqa: E402
+from pipelines.common.embeddings import matryoshka  # noqa: E402
 from pipelines.common.lexical import FUSION_DEPTH, RRF_K, LexicalIndex, fuse  # noqa: E402
 from pipelines.common.paths import Paths  # noqa: E402
 from pipelines.common.rounding import round_p_value  # noqa: E402
 from pipelines.common.tables import QUERY_SETS, TABLES  # noqa: E402
+from pipelines.common.vector_store import open_store  # noqa: E402
 from pipelines.evaluate.eval_set import (  # noqa: E402
     DESCRIBED,
     EVAL_TABLES,
@@ -183,7 +184,7 @@ def dense_lists(embeddings: EvalEmbeddings, eval_set: EvalSet, subset: Subset, d
     """Each query's best ``depth`` passages by the model, as the search index ranks them
     (:meth:`PassageIndex.top`), its excluded passages left out."""
     corpus = embeddings.masked_corpus if subset.name == MASKED else embeddings.corpus
-    index = PassageIndex(tuple(eval_set.corpus_ids), matryoshka(corpus, None, normalize=True))
+    index = PassageIndex(matryoshka(corpus, None, normalize=True))
     queries = matryoshka(embeddings.queries, None, normalize=True)
     lists = []
     for row, excluded in zip(subset.rows.tolist(), subset.excluded, strict=True):
@@ -449,7 +450,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         base_model_source(base_spec(candidate_dir, params, args.base)),
     ]
     sources += [local_model_source(name, folder) for name, folder in args.extra]
-    cache = EmbeddingCache(paths.embedding_cache) if params.evaluate.cache else None
+    store = open_store(paths) if params.evaluate.cache else None
     ks = params.evaluate.ks
     seconds: dict[str, float] = {}
     embeddings: dict[str, EvalEmbeddings] = {}
@@ -460,7 +461,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         embeddings[source.name] = embed_eval_set(
             source,
             eval_set,
-            cache=cache,
+            store=store,
             batch_size=params.evaluate.batch_size,
             progress=args.progress,
         )

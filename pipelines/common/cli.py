@@ -11,6 +11,7 @@ command imports its stage's code inside its body.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
@@ -153,6 +154,15 @@ def refused_message(error: OSError) -> str:
         f"cannot write or read {where}: {reason}; make it writable by this user (and check "
         "the disk has space), then rerun"
     )
+
+
+def log_progress() -> None:
+    """Let the pipeline's own INFO lines (embedding progress, what the embedding store
+    reused) reach stderr, one message a line. Without a handler Python drops INFO records,
+    so a long embedding was silent in ``dvc repro``'s output and so in the Prefect flow log,
+    which shows a stage's output lines (training configures the same in its command)."""
+    logging.basicConfig(level=logging.WARNING, format="%(message)s")
+    logging.getLogger("pipelines").setLevel(logging.INFO)
 
 
 @contextmanager

@@ -81,9 +81,16 @@ class Paths:
         return self.root / "metrics" / "nightly.json"
 
     @property
-    def embedding_cache(self) -> Path:
-        """Embeddings by model and text: kept across runs, not a DVC output."""
-        return self.root / "data" / "cache" / "embeddings"
+    def embedding_store(self) -> Path:
+        """The per-passage embedding store (a LanceDB database): kept across runs, not a
+        DVC output (:mod:`pipelines.common.vector_store`)."""
+        return self.root / "data" / "embeddings"
+
+    @property
+    def legacy_embedding_caches(self) -> tuple[Path, ...]:
+        """Where older versions kept embeddings (``.npy`` per corpus, ``.npz`` per model):
+        removed when the store is first opened."""
+        return (self.root / "data" / "cache" / "embeddings", self.root / "data" / "search_index")
 
     @property
     def models(self) -> Path:

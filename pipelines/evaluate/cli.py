@@ -13,6 +13,7 @@ from pipelines.common.cli import (
     DEFAULT_ROOT,
     ParamsOption,
     RootOption,
+    log_progress,
     stage_command,
 )
 
@@ -53,6 +54,7 @@ def evaluate(
     )
     from pipelines.evaluate.stage import EvalOutputs, run_evaluate
 
+    log_progress()  # the embedding's progress reaches dvc's output and the flow log
     paths = Paths(root)
     candidate_dir = candidate or paths.candidate
     bad_input = (FileNotFoundError, ValueError, ModelLoadError)

@@ -3,8 +3,9 @@ at each Matryoshka dimension (truncate, then L2-normalise) and score the ranking
 ``metrics_rs.evaluate`` — the one place the metrics are defined. The evaluate stage and
 promotion both score through here, so their numbers agree on the same data.
 
-Embeddings go through :class:`pipelines.common.embeddings.EmbeddingCache`, keyed by model
-fingerprint and texts hash: a model whose embeddings are all cached is not even loaded.
+Embeddings go through the per-passage store (:mod:`pipelines.common.vector_store`), keyed
+by model fingerprint and text hash: only the texts a model has not embedded before are
+embedded, and a model whose embeddings are all stored is not even loaded.
 """
 
 from __future__ import annotations
@@ -18,14 +19,9 @@ import numpy as np
 import numpy.typing as npt
 
 import metrics_rs
-from pipelines.common.embeddings import (
-    EmbeddingCache,
-    Embeddings,
-    LazyModel,
-    embed_cached,
-    matryoshka,
-)
+from pipelines.common.embeddings import Embeddings, LazyModel, matryoshka
 from pipelines.common.lexical import LexicalIndex
+from pipelines.common.vector_store import EmbeddingStore, embed_stored
 from pipelines.evaluate.eval_set import DESCRIBED, MASKED, NAMED, SUBSETS, EvalSet, Subset
 from pipelines.evaluate.sources import ModelSource
 
@@ -138,7 +134,7 @@ def embed_eval_set(
     source: ModelSource,
     eval_set: EvalSet,
     *,
-    cache: EmbeddingCache | None,
+    store: EmbeddingStore | None,
     batch_size: int,
     progress: bool = False,
 ) -> EvalEmbeddings:
@@ -146,26 +142,28 @@ def embed_eval_set(
     passages the masking changed are embedded a second time."""
     model = LazyModel(source.load)
 
-    def embed(texts: list[str]) -> Embeddings:
+    def embed(texts: list[str], label: str) -> Embeddings:
         try:
-            return embed_cached(
+            return embed_stored(
                 model,
                 texts,
                 model_fingerprint=source.fingerprint,
-                cache=cache,
+                store=store,
                 batch_size=batch_size,
                 progress=progress,
+                label=f"{label} ({source.name})",
             )
         except ValueError as error:
             raise ValueError(f"{source.name} model ({source.info['source']}): {error}") from error
 
-    corpus = embed(eval_set.corpus_texts)
+    corpus = embed(eval_set.corpus_texts, "passages")
     masked_corpus = corpus
     masked_rows = sorted(eval_set.masked_texts)
     if masked_rows:
         masked_corpus = corpus.copy()
-        masked_corpus[masked_rows] = embed([eval_set.masked_texts[row] for row in masked_rows])
-    return EvalEmbeddings(embed(eval_set.query_texts), corpus, masked_corpus)
+        masked_texts = [eval_set.masked_texts[row] for row in masked_rows]
+        masked_corpus[masked_rows] = embed(masked_texts, "masked passages")
+    return EvalEmbeddings(embed(eval_set.query_texts, "queries"), corpus, masked_corpus)
 
 
 def score_eval_set(

@@ -35,7 +35,13 @@ values would drown ``dvc metrics show``)::
                  "seen": {...}},
      "timing_seconds": {"embedding": ..., "knn": ..., "metrics": ..., "reports": ...,
                         "total": ...},
-     "cache": {"hits": 4, "misses": 0}}   # null with evaluate.cache: false
+     "embedding_store": {"embedded": 0, "reused": 3860,   # null with evaluate.cache: false
+                         "models": {"candidate": {"embedded": 0, "reused": 1930,
+                                                  "new_model": false}, ...}}}
+
+``embedding_store`` says what the night cost: the texts each model embedded now and those
+taken from the per-passage store (:mod:`pipelines.common.vector_store`); ``new_model`` marks
+a model with nothing stored before (a new candidate embeds all).
 
 ``metrics/eval_per_query.parquet``: ``query_id, model, dim, metric, value`` for subset
 ``all``, every model, dimension and metric; within one (model, dim, metric) the rows
@@ -49,6 +55,7 @@ dim, metric, k, value``), the DVC plot data and figures (:mod:`pipelines.evaluat
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -60,10 +67,10 @@ import pandas as pd
 
 from pipelines.common import io
 from pipelines.common.config import EvaluateParams
-from pipelines.common.embeddings import EmbeddingCache
 from pipelines.common.paths import MODEL_METADATA_FILE, Paths
 from pipelines.common.rounding import round_p_value
 from pipelines.common.tables import QUERY_SETS
+from pipelines.common.vector_store import EmbeddingStore, open_store
 from pipelines.evaluate.eval_set import NAMED, SUBSETS, EvalSet, load_eval_set
 from pipelines.evaluate.headline import (
     TABLE_FILE,
@@ -97,6 +104,8 @@ from pipelines.evaluate.sources import (
 )
 
 # eval.json keys that are not model names; an extra model may not take one of them.
+log = logging.getLogger(__name__)
+
 RESERVED_KEYS = frozenset(
     {
         "corpus_size",
@@ -109,7 +118,7 @@ RESERVED_KEYS = frozenset(
         "delta",
         "subsets",
         "timing_seconds",
-        "cache",
+        "embedding_store",
         "sets",
     }
 )
@@ -222,7 +231,9 @@ def run_evaluate(
     sources = [local_model_source(CANDIDATE, candidate_dir), base_model_source(base_model)]
     sources += [local_model_source(name, model_dir) for name, model_dir in extra.items()]
 
-    cache = EmbeddingCache(paths.embedding_cache) if params.cache else None
+    keep = [source.fingerprint for source in sources]
+    store = open_store(paths, keep=keep) if params.cache else None
+    store_use: dict[str, dict[str, Any]] = {}
     requested_dims = _dims_to_score(params, metadata)
 
     scores: dict[str, dict[str, SubsetScores]] = {}
@@ -230,10 +241,14 @@ def run_evaluate(
     candidate_dims: list[int] = []
     for source in sources:
         started = time.perf_counter()
+        log.info("evaluate: embedding the eval set with the %s model", source.name)
+        before = (store.embedded, store.reused) if store else (0, 0)
         embeddings = embed_eval_set(
-            source, eval_set, cache=cache, batch_size=params.batch_size, progress=progress
+            source, eval_set, store=store, batch_size=params.batch_size, progress=progress
         )
         timer.add("embedding", started)
+        if store is not None:
+            store_use[source.name] = store_use_of(source.name, before, store)
         full_dim = int(embeddings.corpus.shape[1])
         if source.name == CANDIDATE:  # first in ``sources``: it fixes the dims for all
             candidate_dims = _candidate_dims(requested_dims, full_dim, candidate_dir)
@@ -247,8 +262,10 @@ def run_evaluate(
     timer.add("metrics", started)
 
     summary = build_summary(
-        eval_set, scores, dims_of, sources, primary_dim=candidate_dims[0], cache=cache
+        eval_set, scores, dims_of, sources, primary_dim=candidate_dims[0], store_use=store_use
     )
+    if store is None:
+        summary["embedding_store"] = None
     summary["sets"] = sets_block(
         eval_set, scores, lexical, dims_of, primary_dim=candidate_dims[0], test=paired_test
     )
@@ -268,6 +285,23 @@ def run_evaluate(
     headline_values = headline(summary, per_query, paired_test)
     write_headline(outputs.headline_file, headline_values)
     return EvalReport(summary, headline_values, per_query, outputs, figures)
+
+
+def store_use_of(model: str, before: tuple[int, int], store: EmbeddingStore) -> dict[str, Any]:
+    """What one model's embedding cost: texts embedded now, texts taken from the store, and
+    whether it is a model the store had nothing of (a new candidate embeds all); logged."""
+    embedded, reused = store.embedded - before[0], store.reused - before[1]
+    new_model = reused == 0 and embedded > 0
+    if new_model:
+        log.info("evaluate: %s is a new model: all %d texts embedded", model, embedded)
+    else:
+        log.info(
+            "evaluate: %s embedded %d new texts, %d from the embedding store",
+            model,
+            embedded,
+            reused,
+        )
+    return {"embedded": embedded, "reused": reused, "new_model": new_model}
 
 
 def _rounded(metrics: Mapping[str, float]) -> dict[str, float]:
@@ -310,7 +344,7 @@ def build_summary(
     sources: Sequence[ModelSource],
     *,
     primary_dim: int,
-    cache: EmbeddingCache | None,
+    store_use: Mapping[str, Mapping[str, Any]],
 ) -> dict[str, Any]:
     """The eval.json content (its shape is in the module docstring)."""
     everything = _model_block(scores, NAMED)
@@ -325,7 +359,11 @@ def build_summary(
         **everything,
         "delta": _delta_block(everything),
         "subsets": {},
-        "cache": {"hits": cache.hits, "misses": cache.misses} if cache else None,
+        "embedding_store": {
+            "embedded": sum(use["embedded"] for use in store_use.values()),
+            "reused": sum(use["reused"] for use in store_use.values()),
+            "models": dict(store_use),
+        },
     }
     for subset in SUBSETS:
         block = _model_block(scores, subset)

@@ -10,8 +10,9 @@ set), the scores the record shows for a decision on meaning. The gate itself
 set by set: a significant win on at least one meaning set, at ``alpha`` split between
 them, and no significant loss on any set.
 
-Embeddings come from the shared cache keyed by model fingerprint and texts, so a champion
-already scored on this data (it was, as a candidate) is not even loaded.
+Embeddings come from the per-passage store keyed by model fingerprint and text
+(:mod:`pipelines.common.vector_store`), so a champion already scored on this data (it was,
+as a candidate) is not even loaded.
 """
 
 from __future__ import annotations
@@ -22,10 +23,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from pipelines.common.config import Params
-from pipelines.common.embeddings import EmbeddingCache, TextEncoder
+from pipelines.common.embeddings import TextEncoder
 from pipelines.common.models import ModelLoadError, data_hash
 from pipelines.common.paths import MODEL_METADATA_FILE, Paths
 from pipelines.common.tables import MEANING_SETS, QUERY_SETS, TABLES
+from pipelines.common.vector_store import EmbeddingStore, open_store
 from pipelines.evaluate.eval_set import EVAL_TABLES, EvalSet, load_eval_set
 from pipelines.evaluate.scoring import embed_eval_set, score_eval_set
 from pipelines.evaluate.sources import (
@@ -85,10 +87,10 @@ def score_for_promotion(
         sources["champion"] = champion
     # The three sides' embeddings are the ones the next runs need: never evict them here.
     keep = [source.fingerprint for source in sources.values()]
-    cache = EmbeddingCache(paths.embedding_cache, keep=keep) if params.evaluate.cache else None
+    store = open_store(paths, keep=keep) if params.evaluate.cache else None
     scores = {
         side: _score_source(
-            source, eval_set, params, cache=cache, batch_size=params.evaluate.batch_size
+            source, eval_set, params, store=store, batch_size=params.evaluate.batch_size
         )
         for side, source in sources.items()
     }
@@ -119,12 +121,12 @@ def _score_source(
     eval_set: EvalSet,
     params: Params,
     *,
-    cache: EmbeddingCache | None,
+    store: EmbeddingStore | None,
     batch_size: int,
 ) -> SetScores:
     """One model's per-query scores on every set of ``eval_set`` at its full dimension."""
     try:
-        embeddings = embed_eval_set(source, eval_set, cache=cache, batch_size=batch_size)
+        embeddings = embed_eval_set(source, eval_set, store=store, batch_size=batch_size)
     except ValueError as error:  # already names the model
         raise PromotionRefusedError(str(error)) from error
     except ModelLoadError as error:

@@ -16,6 +16,7 @@ from pipelines.common.cli import (
     RootOption,
     command_errors,
     fail,
+    log_progress,
     params_path,
 )
 from pipelines.common.lexical import DEFAULT_RANKING
@@ -97,9 +98,10 @@ def serve_search(
 ) -> None:
     """Serve search over HTTP: a page at /, JSON at /api/search?q=...&k=10, /health.
 
-    Loads the model once and keeps its index of the corpus's passages in memory
-    (data/search_index/, one file per model, updated incrementally) beside a BM25 index
-    of the same passages. --ranking is the default; a request may pass ranking=dense or
+    Loads the model once and opens its index of the corpus's passages from the embedding
+    store (data/embeddings/: only passages no run has embedded with this model are
+    embedded; exact search below search.ann_threshold passages, approximate above) beside
+    a BM25 index of the same passages. --ranking is the default; a request may pass ranking=dense or
     ranking=hybrid. Ctrl-C stops it. It listens on 127.0.0.1 only, unless --allow-remote.
     """
     from pipelines.search.server import RemoteBindError, check_bind, serve
@@ -129,6 +131,7 @@ def _open(
     from pipelines.common.paths import Paths
     from pipelines.search.engine import open_engine
 
+    log_progress()  # what the index reused or embedded, and the embedding's progress
     loaded = load_params(params_path(params, root))
     return open_engine(
         Paths(root),
@@ -137,6 +140,7 @@ def _open(
         version=version,
         from_arxiv=loaded.ingest.source == "arxiv",
         ranking=ranking,
+        search=loaded.search,
     )
 
 

@@ -2,13 +2,13 @@
 
 :func:`open_engine` resolves the alias (or version number) to one model version once, so
 the model and its index key cannot disagree if a promotion moves the alias meanwhile;
-loads it (``mlflow.sentence_transformers``); opens the persistent index of the corpus for
-that version's fingerprint (:mod:`pipelines.search.index`; a missing index is built from
-the embedding cache the evaluate and promote stages fill, so a just-promoted model costs
-no embedding at all); builds the BM25 index of the same passages
-(:mod:`pipelines.common.lexical`); and warms the model up with one query.
-:meth:`SearchEngine.search` then costs one short encode, one matrix-vector product and, when
-hybrid, one BM25 scoring and a reciprocal-rank fusion.
+loads it (``mlflow.sentence_transformers``); opens the search index of the corpus for that
+version's fingerprint (:mod:`pipelines.search.index`: from the per-passage embedding store
+that evaluate and promote fill, so a just-promoted model costs no embedding at all; exact
+below ``search.ann_threshold`` passages, approximate above); builds the BM25 index of the
+same passages (:mod:`pipelines.common.lexical`); and warms the model up with one query.
+:meth:`SearchEngine.search` then costs one short encode, one index lookup (a matrix-vector
+product when exact) and, when hybrid, one BM25 scoring and a reciprocal-rank fusion.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from pipelines.common.config import PromoteParams
-from pipelines.common.embeddings import EmbeddingCache, TextEncoder, embed_cached, embed_texts
+from pipelines.common.config import PromoteParams, SearchParams
+from pipelines.common.embeddings import TextEncoder, embed_texts
 from pipelines.common.lexical import (
     DEFAULT_RANKING,
     FUSION_DEPTH,
@@ -33,6 +33,7 @@ from pipelines.common.lexical import (
 )
 from pipelines.common.paths import Paths
 from pipelines.common.redact import redact
+from pipelines.common.vector_store import open_store
 from pipelines.promote.errors import NoChampionError, PromotionError
 from pipelines.promote.store import (
     CHAMPION,
@@ -41,7 +42,7 @@ from pipelines.promote.store import (
     load_registered_model,
     version_fingerprint,
 )
-from pipelines.search.index import IndexUpdate, PassageIndex, index_dir, index_file, sync_index
+from pipelines.search.index import SearchIndex, open_search_index
 from pipelines.search.query import Corpus, Hit, check_request, read_corpus
 
 if TYPE_CHECKING:
@@ -76,7 +77,7 @@ class SearchEngine:
         model: TextEncoder,
         ref: ModelRef,
         corpus: Corpus,
-        index: PassageIndex,
+        index: SearchIndex,
         lexical: LexicalIndex,
         ranking: Ranking = DEFAULT_RANKING,
     ) -> None:
@@ -173,8 +174,10 @@ def open_engine(
     version: str | None = None,
     from_arxiv: bool = False,
     ranking: str = DEFAULT_RANKING,
+    search: SearchParams | None = None,
 ) -> SearchEngine:
     """Load the asked-for version, open its indexes of the corpus, warm the model up."""
+    search = search or SearchParams()
     ranking = check_ranking(ranking)  # a typo fails before the model loads
     corpus = read_corpus(paths, from_arxiv=from_arxiv)  # no corpus: say so before loading
     registry = connect(paths, promote, create=False)
@@ -186,38 +189,12 @@ def open_engine(
     fingerprint = version_fingerprint(registry, model_version)
     model = load_registered_model(registry, model_version)
     ref = ModelRef(promote.registered_model, str(model_version.version), asked_alias, fingerprint)
-    chunk_ids = corpus.chunks["chunk_id"].astype(str).tolist()
     texts = corpus.chunks["text"].astype(str).tolist()
-    update = open_index(paths, model, fingerprint, chunk_ids, texts)
+    store = open_store(paths, keep=[fingerprint])
+    update = open_search_index(
+        store, model, fingerprint, texts, params=search, batch_size=BATCH_SIZE
+    )
     lexical = LexicalIndex(texts)
     engine = SearchEngine(model, ref, corpus, update.index, lexical, ranking)
     engine.encode_query("warm-up")  # the first forward pass allocates; users should not wait
     return engine
-
-
-def open_index(
-    paths: Paths,
-    model: TextEncoder,
-    fingerprint: str,
-    chunk_ids: list[str],
-    texts: list[str],
-) -> IndexUpdate:
-    """The index of these passages under ``fingerprint``: stored rows reused, the rest
-    embedded."""
-
-    def embed(missing: list[str]) -> npt.NDArray[np.float32]:
-        if len(missing) == len(texts):
-            # Building from nothing: the evaluate/promote stages may have embedded exactly
-            # this corpus with this model already.
-            cache = EmbeddingCache(paths.embedding_cache, keep=[fingerprint])
-            return embed_cached(
-                model,
-                texts,
-                model_fingerprint=fingerprint,
-                cache=cache,
-                batch_size=BATCH_SIZE,
-                label="passages",
-            )
-        return embed_texts(model, missing, batch_size=BATCH_SIZE, dim=None, normalize=False)
-
-    return sync_index(index_file(index_dir(paths), fingerprint), chunk_ids, texts, embed)

@@ -1,144 +1,220 @@
-"""The persistent passage index: one model's unit-length embeddings of the corpus.
+"""The search index of one model over the corpus: exact below a size threshold, ANN above.
 
-One ``.npz`` per model fingerprint under ``data/search_index/`` holds, row by row, each
-passage's key (its chunk id and a hash of its text) and embedding. Opening the index for
-the current corpus (:func:`sync_index`) keeps the rows whose key is still there, embeds
-only the passages it has not seen (a new chunk, or an old one whose text changed), drops
-the passages that left the corpus, and writes the file back only when something changed:
-a restart of the service, or a night that added a few papers, costs a few embeddings at
-most rather than the whole corpus.
+Both start from the per-passage embedding store (:mod:`pipelines.common.vector_store`):
+the vectors evaluate and promote stored for this model are read, only the passages the
+store has not seen (a new paper, an edited text) are embedded, so a search service
+started after a night embeds nothing.
+
+* Below ``search.ann_threshold`` passages, :class:`PassageIndex` holds the unit vectors in
+  RAM and answers with one matrix-vector product (exact; ~20 ms at 10^4 passages).
+* From it up, :class:`AnnIndex` asks a LanceDB IVF-HNSW index with 8-bit scalar
+  quantisation over a table of the corpus's unit vectors (the store's ``normalize`` key of
+  this model), re-ranking ``ann_refine_factor`` x ``k`` candidates with the exact vectors.
+  The table follows the corpus (new passages added, departed ones deleted) and each write
+  folds its new rows into the index (LanceDB's ``optimize``): the index is built once,
+  then grows with the corpus instead of being rebuilt each night.
+
+Both answer "more neighbours than the index holds" with every passage it holds.
 """
 
 from __future__ import annotations
 
-import hashlib
-import io as bytes_io
 import logging
-import zipfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
-from pipelines.common import io
-from pipelines.common.embeddings import matryoshka
-from pipelines.common.paths import Paths
+from pipelines.common.config import SearchParams
+from pipelines.common.embeddings import TextEncoder, matryoshka
+from pipelines.common.vector_store import (
+    HASH_COLUMN,
+    KEYS_PER_FILTER,
+    STORE_ERRORS,
+    VECTOR_COLUMN,
+    EmbeddingStore,
+    StoreKey,
+    embed_stored,
+    text_hash,
+)
 
 log = logging.getLogger(__name__)
 
 Vectors = npt.NDArray[np.float32]
-#: Embeds texts (one row per text); called only with the texts the index lacks.
-Embed = Callable[[list[str]], npt.NDArray[np.float32]]
+#: LanceDB's result column: for the ``dot`` distance, 1 - the inner product.
+DISTANCE_COLUMN = "_distance"
+#: Passages per IVF partition when the index is built: the partitions' HNSW graphs stay
+#: small enough to build on two cores, few enough that ``ann_nprobes`` covers a good share.
+ROWS_PER_PARTITION = 250_000
 
 
-def index_dir(paths: Paths) -> Path:
-    """Where the indexes live: kept across runs, rebuilt when lost, not a DVC output."""
-    return paths.root / "data" / "search_index"
+class SearchIndex(Protocol):
+    """What :class:`pipelines.search.engine.SearchEngine` asks of an index."""
+
+    @property
+    def kind(self) -> str: ...
+
+    def top(self, query_vector: Vectors, k: int) -> tuple[list[int], list[float]]: ...
 
 
-def index_file(folder: Path, fingerprint: str) -> Path:
-    return folder / f"{io.safe_name(fingerprint)}.npz"
-
-
-def passage_key(chunk_id: str, text: str) -> str:
-    """A passage as the index knows it: an edited text is a new passage."""
-    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-    return f"{chunk_id}\t{digest}"
+def best_rows(scores: Vectors, k: int) -> tuple[list[int], list[float]]:
+    """Rows and scores of the ``k`` best ``scores``, best first, ties by row."""
+    k = min(k, len(scores))
+    if k <= 0:
+        return [], []
+    best = np.argpartition(-scores, k - 1)[:k]
+    order = best[np.lexsort((best, -scores[best]))]
+    return order.tolist(), scores[order].astype(float).tolist()
 
 
 @dataclass(frozen=True)
 class PassageIndex:
-    """``vectors[i]`` is the unit-length embedding of the passage ``keys[i]``."""
+    """Exact search: ``vectors[i]`` is the unit-length embedding of corpus row ``i``."""
 
-    keys: tuple[str, ...]
     vectors: Vectors
+    kind: str = "exact"
 
     def top(self, query_vector: Vectors, k: int) -> tuple[list[int], list[float]]:
         """Rows and cosine scores of the ``k`` passages closest to a unit query, best first
         (ties by row): one matrix-vector product, cheap for one query and 10^4 rows."""
-        scores = self.vectors @ query_vector.reshape(-1)
-        k = min(k, len(scores))
-        best = np.argpartition(-scores, k - 1)[:k]
-        order = best[np.lexsort((best, -scores[best]))]
-        return order.tolist(), scores[order].astype(float).tolist()
+        return best_rows(self.vectors @ query_vector.reshape(-1), k)
+
+
+class AnnIndex:
+    """Approximate search in a LanceDB table of the corpus's unit vectors.
+
+    ``rows_of`` maps a text hash to the corpus rows holding that text (one, unless two
+    chunks are the same text); the table holds each text once.
+    """
+
+    kind = "ann"
+
+    def __init__(self, table: Any, rows_of: dict[str, list[int]], params: SearchParams) -> None:
+        self.table = table
+        self.rows_of = rows_of
+        self.params = params
+
+    def top(self, query_vector: Vectors, k: int) -> tuple[list[int], list[float]]:
+        k = min(k, sum(len(rows) for rows in self.rows_of.values()))
+        if k <= 0:
+            return [], []
+        found = (
+            self.table.search(query_vector.reshape(-1), vector_column_name=VECTOR_COLUMN)
+            .distance_type("dot")
+            .limit(min(k, len(self.rows_of)))
+            .nprobes(self.params.ann_nprobes)
+            .refine_factor(self.params.ann_refine_factor)
+            .select([HASH_COLUMN, DISTANCE_COLUMN])
+            .to_arrow()
+        )
+        hits = [
+            (1.0 - float(distance), row)
+            for text_key, distance in zip(
+                found.column(HASH_COLUMN).to_pylist(),
+                found.column(DISTANCE_COLUMN).to_pylist(),
+                strict=True,
+            )
+            for row in self.rows_of.get(text_key, [])
+        ]
+        hits.sort(key=lambda hit: (-hit[0], hit[1]))
+        return [row for _, row in hits[:k]], [score for score, _ in hits[:k]]
 
 
 @dataclass(frozen=True)
 class IndexUpdate:
     """The index for the corpus now, and what opening it cost."""
 
-    index: PassageIndex
-    embedded: int  # passages embedded now
-    reused: int  # passages taken from the stored index
-    dropped: int  # stored passages no longer in the corpus
+    index: SearchIndex
+    embedded: int  # texts embedded now
+    reused: int  # passages whose vectors came from the store
+    dropped: int  # passages no longer in the corpus, deleted from the ANN table
 
 
-def update_index(
-    stored: PassageIndex | None, keys: Sequence[str], texts: Sequence[str], embed: Embed
+def open_search_index(
+    store: EmbeddingStore,
+    model: TextEncoder,
+    fingerprint: str,
+    texts: Sequence[str],
+    *,
+    params: SearchParams,
+    batch_size: int,
 ) -> IndexUpdate:
-    """The index of ``keys`` (in this order): stored rows reused, only the others embedded."""
-    if len(keys) != len(texts):
-        raise ValueError(f"{len(keys)} keys for {len(texts)} texts")
-    known = {key: row for row, key in enumerate(stored.keys)} if stored is not None else {}
-    missing = [row for row, key in enumerate(keys) if key not in known]
-    fresh = embed([texts[row] for row in missing]) if missing else None
-    if fresh is not None and fresh.shape[0] != len(missing):
-        raise ValueError(f"the model returned {fresh.shape[0]} embeddings for {len(missing)}")
-    width = fresh.shape[1] if fresh is not None else stored.vectors.shape[1] if stored else 0
-    vectors = np.zeros((len(keys), width), dtype=np.float32)
-    if fresh is not None:
-        vectors[missing] = matryoshka(fresh, None, normalize=True)
-    reused = [(row, known[key]) for row, key in enumerate(keys) if key in known]
-    if reused and stored is not None:
-        rows, stored_rows = zip(*reused, strict=True)
-        vectors[list(rows)] = stored.vectors[list(stored_rows)]
-    dropped = len(set(known) - set(keys))
-    return IndexUpdate(PassageIndex(tuple(keys), vectors), len(missing), len(reused), dropped)
-
-
-def load_index(path: Path) -> PassageIndex | None:
-    """The stored index, or ``None`` when there is none or it cannot be read (rebuilt)."""
-    if not path.is_file():
-        return None
-    try:
-        # The handle is ours: np.load leaves its own open when the file is not a zip.
-        with path.open("rb") as handle, np.load(handle, allow_pickle=False) as stored:
-            keys = tuple(str(key) for key in stored["keys"])
-            vectors = stored["vectors"].astype(np.float32, copy=False)
-    # A truncated or damaged file (a full disk, a copy cut short) is a BadZipFile or an
-    # EOFError, neither an OSError: the index is only a cache, so it is rebuilt.
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
-        log.warning("search index %s is unreadable (%s); rebuilding it", path, error)
-        return None
-    if vectors.ndim != 2 or vectors.shape[0] != len(keys):
-        log.warning("search index %s is inconsistent; rebuilding it", path)
-        return None
-    return PassageIndex(keys, vectors)
-
-
-def save_index(path: Path, index: PassageIndex) -> None:
-    buffer = bytes_io.BytesIO()
-    np.savez(buffer, keys=np.array(index.keys, dtype=np.str_), vectors=index.vectors)
-    io.write_bytes(path, buffer.getvalue())
-
-
-def sync_index(
-    path: Path, chunk_ids: Sequence[str], texts: Sequence[str], embed: Embed
-) -> IndexUpdate:
-    """Open the index at ``path`` for this corpus, embedding and saving only what changed."""
-    keys = [passage_key(chunk_id, text) for chunk_id, text in zip(chunk_ids, texts, strict=True)]
-    stored = load_index(path)
-    update = update_index(stored, keys, texts, embed)
-    if stored is None or stored.keys != update.index.keys:  # embedded or dropped: new keys
-        save_index(path, update.index)
+    """The index of ``texts`` (corpus rows, in order) for the model ``fingerprint``."""
+    before = store.embedded
+    if len(set(texts)) < params.ann_threshold:
+        vectors = embed_stored(
+            model,
+            texts,
+            model_fingerprint=fingerprint,
+            store=store,
+            batch_size=batch_size,
+            label="passages",
+        )
+        index: SearchIndex = PassageIndex(matryoshka(vectors, None, normalize=True))
+        dropped = 0
+    else:
+        index, dropped = sync_ann_table(store, model, fingerprint, texts, params, batch_size)
+    embedded = store.embedded - before
     log.info(
-        "search index %s: %d passages (%d embedded now, %d reused, %d dropped)",
-        path.name,
-        len(keys),
-        update.embedded,
-        update.reused,
-        update.dropped,
+        "search index (%s) of %d passages for model %s: %d embedded now, %d from the "
+        "embedding store, %d dropped",
+        index.kind,
+        len(texts),
+        fingerprint[:12],
+        embedded,
+        len(texts) - embedded,
+        dropped,
     )
-    return update
+    return IndexUpdate(index, embedded, len(texts) - embedded, dropped)
+
+
+def ann_partitions(rows: int) -> int:
+    return max(1, rows // ROWS_PER_PARTITION)
+
+
+def sync_ann_table(
+    store: EmbeddingStore,
+    model: TextEncoder,
+    fingerprint: str,
+    texts: Sequence[str],
+    params: SearchParams,
+    batch_size: int,
+) -> tuple[AnnIndex, int]:
+    """Bring the model's table of unit vectors to exactly these texts, its ANN index up to
+    date; the index and how many departed texts were deleted."""
+    stored = store.vectors(StoreKey(fingerprint, None, normalize=True))
+    rows_of: dict[str, list[int]] = {}
+    for row, text in enumerate(texts):
+        rows_of.setdefault(text_hash(text), []).append(row)
+    held = stored.stored_hashes()
+    missing = [text_key for text_key in rows_of if text_key not in held]
+    if missing:
+        fresh_texts = [texts[rows_of[text_key][0]] for text_key in missing]
+        full = embed_stored(
+            model,
+            fresh_texts,
+            model_fingerprint=fingerprint,
+            store=store,
+            batch_size=batch_size,
+            label="passages",
+        )
+        stored.add(missing, matryoshka(full, None, normalize=True))
+    departed = sorted(held - set(rows_of))
+    for start in range(0, len(departed), KEYS_PER_FILTER):
+        names = ", ".join(f"'{text_key}'" for text_key in departed[start : start + KEYS_PER_FILTER])
+        stored.table.delete(f"{HASH_COLUMN} IN ({names})")
+    table = stored.table
+    if not table.list_indices():
+        from lancedb.index import IvfHnswSq
+
+        log.info("search index: building the ANN index of %d passages", len(rows_of))
+        config = IvfHnswSq(distance_type="dot", num_partitions=ann_partitions(len(rows_of)))
+        table.create_index(VECTOR_COLUMN, config=config)
+    elif departed:
+        try:
+            table.optimize()  # folds the deletions into the index
+        except STORE_ERRORS as error:  # pragma: no cover - the index still answers
+            log.warning("search index: could not optimise after deletions (%s)", error)
+    return AnnIndex(table, rows_of, params), len(departed)

@@ -92,7 +92,7 @@ def search(
     ranking: str = DEFAULT_RANKING,
 ) -> list[Hit]:
     """The ``k`` passages most similar to ``query``, best first, under the ``alias`` (or
-    ``version``; default ``@champion``) model: one model load, the persistent index;
+    ``version``; default ``@champion``) model: one model load, the stored vectors;
     ``ranking`` ``hybrid`` (default) fuses the model's ranking with BM25's.
 
     ``from_arxiv``: the corpus came from arXiv (``ingest.source``), so papers get links.

@@ -1,6 +1,6 @@
 """One line where one line was promised (issue 23, finding 6).
 
-A truncated search index is rebuilt with a warning, not a ``zipfile.BadZipFile``; a
+A truncated embedding store is rebuilt with a warning, not a LanceDB error; a
 champion whose files were deleted is named by ``mathembed status`` and refused by
 ``mathembed search`` in one line with the fix, not ``MlflowException: No such artifact``;
 a checkpoint that the disk refuses is the CLI's one-line refused-write message, not a
@@ -30,10 +30,11 @@ from typer.testing import CliRunner
 
 from pipelines import cli
 from pipelines.common import io
-from pipelines.common.config import PromoteParams
+from pipelines.common.config import PromoteParams, SearchParams
 from pipelines.common.paths import Paths
+from pipelines.common.vector_store import EmbeddingStore, StoreKey
 from pipelines.promote.run_log import pip_requirements
-from pipelines.search.index import sync_index
+from pipelines.search.index import IndexUpdate, open_search_index
 from pipelines.search.query import corpus_dir
 
 
@@ -46,29 +47,36 @@ def one_line(text: str) -> str:
 # -------------------------------------------------------------------- a truncated index
 
 
-def test_a_truncated_search_index_is_rebuilt_with_a_warning(
+def test_a_truncated_embedding_store_is_rebuilt_with_a_warning(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, bounded_in_time: None
 ) -> None:
-    chunk_ids = [f"2401.0000{i}v1#c0000" for i in range(4)]
     texts = [f"passage {i}" for i in range(4)]
     embedded: list[str] = []
 
-    def embed(missing: list[str]) -> npt.NDArray[np.float32]:
-        embedded.extend(missing)
-        return np.eye(len(missing), 8, dtype=np.float32)
+    class Encoder:
+        def encode(self, missing: list[str], **_: object) -> npt.NDArray[np.float32]:
+            embedded.extend(missing)
+            return np.eye(len(missing), 8, dtype=np.float32)
 
-    path = tmp_path / "search_index" / "model.npz"
-    sync_index(path, chunk_ids, texts, embed)
-    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])  # a copy cut short
+    params = SearchParams(ann_threshold=10**6, ann_nprobes=1, ann_refine_factor=1)
+
+    def open_index() -> IndexUpdate:
+        store = EmbeddingStore(tmp_path / "embeddings")
+        return open_search_index(store, Encoder(), "model", texts, params=params, batch_size=8)
+
+    open_index()
+    table = tmp_path / "embeddings" / f"{StoreKey('model').table_name()}.lance"
+    [data_file] = (table / "data").iterdir()
+    data_file.write_bytes(data_file.read_bytes()[: data_file.stat().st_size // 2])  # cut short
     embedded.clear()
 
-    with caplog.at_level(logging.WARNING, logger="pipelines.search.index"):
-        update = sync_index(path, chunk_ids, texts, embed)
+    with caplog.at_level(logging.WARNING, logger="pipelines.common.vector_store"):
+        update = open_index()
     assert update.embedded == 4 and update.reused == 0 and embedded == texts
-    assert [record.getMessage() for record in caplog.records] == [
-        f"search index {path} is unreadable (File is not a zip file); rebuilding it"
-    ]
-    again = sync_index(path, chunk_ids, texts, embed)  # the rebuilt file reads back
+    [message] = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert message.startswith(f"embedding store table {table.stem} (model model) is not trusted: ")
+    assert message.endswith("; rebuilding it") and "\n" not in message
+    again = open_index()  # the rebuilt table reads back
     assert again.reused == 4 and again.embedded == 0
 
 

@@ -25,7 +25,7 @@ from typer.testing import CliRunner
 from pipelines import cli
 from pipelines.search.connections import ConnectionLimits, PooledHTTPServer
 from pipelines.search.engine import LexicalIndex, ModelRef, SearchEngine
-from pipelines.search.index import PassageIndex, passage_key
+from pipelines.search.index import PassageIndex
 from pipelines.search.query import Corpus
 from pipelines.search.server import check_bind, make_server
 
@@ -69,12 +69,11 @@ def engine(tiny_model_dir: Path) -> CountingEngine:
         }
     )
     vectors = model.encode(PASSAGES, normalize_embeddings=True)
-    keys = tuple(passage_key(c, t) for c, t in zip(chunks.chunk_id, PASSAGES, strict=True))
     return CountingEngine(
         model,
         ModelRef("math-embed", "1", "champion", "tiny"),
         Corpus(chunks, {}, {}),
-        PassageIndex(keys, vectors),
+        PassageIndex(vectors),
         LexicalIndex(PASSAGES),
     )
 

