@@ -48,6 +48,8 @@ OUT_OF_RANGE: list[tuple[str, str, Any]] = [
     ("ingest", "max_archive_bytes", -1),
     ("prepare", "paper_timeout_seconds", 0.0),
     ("prepare", "paper_timeout_seconds", 7200.0),
+    ("prepare", "pack_chars", -1),
+    ("prepare", "pack_chars", 1_000_000),
     ("graph", "llm_max_retries", -1),
     ("graph", "llm_timeout_seconds", 0.0),
     ("graph", "llm_backoff_seconds", -1.0),
