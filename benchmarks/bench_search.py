@@ -7,22 +7,22 @@ were measured on (``benchmarks/results/search.json``).
 
 It runs on the project's own data (``make demo``: ``data/validated/chunks.parquet``, the
 eval queries in ``data/validated/queries.parquet``) and registry (``mlruns/``), through a
-scratch root whose data and registry are links to the project's and whose index and
-embedding cache start empty, so the project's own files are only read. Without demo data
-(or with ``--generated``) it generates a corpus instead: the Stacks chapters' LaTeX from
+scratch root whose data and registry are links to the project's and whose embedding
+store (``data/embeddings/``) starts empty, so the project's own files are only read.
+Without demo data (or with ``--generated``) it generates a corpus instead: the Stacks chapters' LaTeX from
 ``corpora/stacks-project`` cut into passages, searched with the base model registered as
 @champion in a scratch registry. Measured:
 
 * **first query, cold**: ``mathembed serve-search`` started as a process, to its first
   HTTP answer: imports, registry lookup, model load, embedding every passage into a new
   index, warm-up, bind, answer (and, apart, the time until it printed its address);
-* **first query, restart**: the same with the persisted index (nothing embedded);
+* **first query, restart**: the same with the vectors stored (nothing embedded);
 * **N queries** (``--queries``, default 200; the eval queries in turn, each with ``k=10``)
   over HTTP to that process after 10 warm-up queries, one at a time: client-side latency
   p50/p95/max and the server's own ``took_ms``, ranked the service's default way (hybrid),
   then the same queries with ``ranking=dense`` (the model alone): what fusion costs;
 * **anchor**: one ``mathembed search`` run as a process (model load + one query), with the
-  index already persisted, its best case.
+  vectors already stored, its best case.
 
     .venv/bin/python benchmarks/bench_search.py            # ~1-2 minutes on 2 cores
     .venv/bin/python benchmarks/bench_search.py --alias challenger
@@ -273,7 +273,7 @@ def measure(
         service.stop()
     anchor = one_shot(root, alias, queries[0])
     passages = len(pd.read_parquet(root / "data" / "validated" / "chunks.parquet"))
-    index_files = sorted(path.name for path in (root / "data" / "search_index").glob("*.npz"))
+    index_files = sorted(path.name for path in (root / "data" / "embeddings").glob("*.lance"))
     return {
         "alias": alias,
         "queries": queries,

@@ -29,7 +29,7 @@ import hashlib
 import logging
 import os
 import shutil
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -180,21 +180,28 @@ class StoredVectors:
 
     def _load(self) -> tuple[dict[str, int], Embeddings]:
         if self._rows is None or self._matrix is None:
-            self._rows, self._matrix = {}, np.zeros((0, 0), dtype=np.float32)
-            if self.table is not None:
-                try:
-                    stored = self.table.to_arrow()
-                    matrix = vectors_of(stored)
-                    hashes = stored.column(HASH_COLUMN).to_pylist()
-                except STORE_ERRORS as error:
-                    self._rebuild(f"unreadable ({type(error).__name__}: {error})")
-                    return self._load()
-                if not np.isfinite(matrix).all():
-                    self._rebuild("it holds NaN or infinite values")
-                    return self._load()
-                self._rows = {text: row for row, text in reversed(list(enumerate(hashes)))}
-                self._matrix = matrix
+            read = self._read(lambda: [self.table.to_arrow()]) if self.table is not None else None
+            self._rows, self._matrix = read or ({}, np.zeros((0, 0), dtype=np.float32))
         return self._rows, self._matrix
+
+    def _read(self, scan: Callable[[], list[Any]]) -> tuple[dict[str, int], Embeddings] | None:
+        """Rows by hash and their vectors from the Arrow tables ``scan`` reads; None (the
+        table dropped with a warning) when it cannot be read or holds non-finite values."""
+        try:
+            parts = scan()
+            found = [key for part in parts for key in part.column(HASH_COLUMN).to_pylist()]
+            matrix = (
+                np.concatenate([vectors_of(part) for part in parts])
+                if found
+                else np.zeros((0, self.width or 0), dtype=np.float32)
+            )
+        except STORE_ERRORS as error:
+            self._rebuild(f"unreadable ({type(error).__name__}: {error})")
+            return None
+        if not np.isfinite(matrix).all():
+            self._rebuild("it holds NaN or infinite values")
+            return None
+        return {text_key: row for row, text_key in reversed(list(enumerate(found)))}, matrix
 
     def _rebuild(self, why: str) -> None:
         self.store.report_rebuild(self.key, why)
@@ -216,27 +223,16 @@ class StoredVectors:
 
     def _fetch(self, hashes: list[str]) -> tuple[dict[str, int], Embeddings]:
         """Only the rows of ``hashes`` (a few new passages of a large table)."""
-        parts = []
-        try:
+
+        def scan() -> list[Any]:
+            parts = []
             for start in range(0, len(hashes), KEYS_PER_FILTER):
                 names = ", ".join(f"'{key}'" for key in hashes[start : start + KEYS_PER_FILTER])
                 query = self.table.search().where(f"{HASH_COLUMN} IN ({names})")
                 parts.append(query.select([HASH_COLUMN, VECTOR_COLUMN]).limit(None).to_arrow())
-            found = [
-                text_key for part in parts for text_key in part.column(HASH_COLUMN).to_pylist()
-            ]
-            matrix = (
-                np.concatenate([vectors_of(part) for part in parts])
-                if found
-                else np.zeros((0, self.width or 0), dtype=np.float32)
-            )
-        except STORE_ERRORS as error:
-            self._rebuild(f"unreadable ({type(error).__name__}: {error})")
-            return self._load()
-        if not np.isfinite(matrix).all():
-            self._rebuild("it holds NaN or infinite values")
-            return self._load()
-        return {text_key: row for row, text_key in reversed(list(enumerate(found)))}, matrix
+            return parts
+
+        return self._read(scan) or self._load()
 
     def lookup(self, hashes: Sequence[str]) -> tuple[Embeddings, list[int]]:
         """The stored vectors of ``hashes`` (a zero row where missing) and the positions

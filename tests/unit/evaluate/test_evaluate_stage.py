@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import shutil
 import struct
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -492,6 +493,28 @@ def test_without_the_store_every_run_embeds(
     run_evaluate(params, Paths(root), outputs=no_figures(root), progress=False)
     assert encode_calls["encode"] == 12  # 2 runs x 2 models x (queries, corpus, masked)
     assert not (root / "data" / "embeddings").exists()
+
+
+def test_the_embedding_progress_reaches_the_flow_log(tmp_path: Path, models: Models) -> None:
+    """The nightly flow logs each output line of ``dvc repro evaluate``, which runs
+    ``mathembed evaluate`` (``flows.processes.run_in_group``, the flow's ``dvc`` step): the
+    embedding's progress and what the store reused must be among those lines, not only
+    drawn on a terminal."""
+    from flows.orchestration import dvc_environment
+    from flows.processes import run_in_group
+
+    root = make_root(tmp_path, models)
+    # Two texts a batch: the 36 passages are embedded in chunks of 16, with progress lines.
+    (root / "params.yaml").write_text("evaluate:\n  ks: [1, 5]\n  batch_size: 2\n")
+    lines: list[str] = []
+    command = [sys.executable, "-m", "pipelines", "evaluate", "--root", str(root)]
+    finished = run_in_group(
+        [*command, "--no-figures"], root, dvc_environment(), lines.append, timeout_seconds=300
+    )
+    assert finished.code == 0, lines[-20:]
+    assert "embedded 16/36 passages (candidate) (44 %)" in "\n".join(lines)
+    assert any(line.startswith("embedded 36 passages (candidate) in ") for line in lines)
+    assert "evaluate: candidate is a new model: all " in "\n".join(lines)
 
 
 # --------------------------------------------------------------------------- options
