@@ -9,9 +9,9 @@ It runs on the project's own data (``make demo``: ``data/validated/chunks.parque
 eval queries in ``data/validated/queries.parquet``) and registry (``mlruns/``), through a
 scratch root whose data and registry are links to the project's and whose embedding
 store (``data/embeddings/``) starts empty, so the project's own files are only read.
-Without demo data (or with ``--generated``) it generates a corpus instead: the Stacks chapters' LaTeX from
-``corpora/stacks-project`` cut into passages, searched with the base model registered as
-@champion in a scratch registry. Measured:
+Without demo data (or with ``--generated``) it generates a corpus instead: the Stacks
+chapters' LaTeX from ``corpora/stacks-project`` cut into passages, searched with the base
+model registered as @champion in a scratch registry. Measured:
 
 * **first query, cold**: ``mathembed serve-search`` started as a process, to its first
   HTTP answer: imports, registry lookup, model load, embedding every passage into a new
