@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 from promotion_worlds import LATTICE_COSINE, Models, World, make_world
 
+from pipelines.common.vector_store import EmbeddingStore, StoreKey
 from pipelines.search.engine import SearchEngine, open_engine
-from pipelines.search.index import index_dir
 from pipelines.search.server import make_server
 
 
@@ -135,12 +135,15 @@ def test_the_page_lists_hits_and_escapes_what_it_shows(service: Service) -> None
     assert status == 400 and 'role="alert"' in page and "the query is empty" in page
 
 
-def test_the_index_persists_per_model_and_a_restart_embeds_nothing(service: Service) -> None:
+def test_the_vectors_persist_per_model_and_a_restart_embeds_nothing(service: Service) -> None:
     world = service.world
-    files = list(index_dir(world.paths).glob("*.npz"))
-    assert [path.stem for path in files] == [service.engine.ref.fingerprint]
-    written = files[0].stat().st_mtime_ns
+    fingerprint = service.engine.ref.fingerprint
+    table = EmbeddingStore(world.paths.embedding_store).table_path(StoreKey(fingerprint))
+    assert table.is_dir()  # the served model's vectors are in the store
+    version = EmbeddingStore(world.paths.embedding_store).vectors(StoreKey(fingerprint)).table
+    written = version.version
     again = open_engine(world.paths, world.params.promote)
-    assert files[0].stat().st_mtime_ns == written  # reused as it was: nothing embedded
-    assert again.index.keys == service.engine.index.keys
+    reread = EmbeddingStore(world.paths.embedding_store).vectors(StoreKey(fingerprint)).table
+    assert reread.version == written  # no new commit: nothing embedded
+    assert again.search("lattice", 3, "dense") == service.engine.search("lattice", 3, "dense")
     assert again.search("lattice", 1) == service.engine.search("lattice", 1)
