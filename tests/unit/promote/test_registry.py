@@ -352,7 +352,7 @@ def test_the_champion_on_new_eval_data_stays_champion_and_is_not_compared_with_i
     assert first.promoted and first.decision.candidate["mrr@10"] == pytest.approx(1.0)
     loads: list[object] = []
     monkeypatch.setattr(promote_scoring, "load_registered_model", lambda *args: loads.append(args))
-    shutil.rmtree(world.root / "data" / "cache" / "embeddings")  # would force a champion load
+    shutil.rmtree(world.paths.embedding_store)  # would force a champion load
 
     new_data = write_eval_data(world, TOPICS)
     kept = world.promote()
@@ -489,7 +489,7 @@ def test_the_champion_is_rescored_from_the_registry_when_its_embeddings_are_not_
     world.promote(world.install_candidate(bow_models.knows_2))
     assert loads == []  # the champion's embeddings were cached when it was the candidate
 
-    shutil.rmtree(world.root / "data" / "cache" / "embeddings")
+    shutil.rmtree(world.paths.embedding_store)
     third = world.promote(world.install_candidate(bow_models.knows_7))
     assert loads == ["1"]  # loaded from models:/math-embed/1, scored in this run
     assert third.decision.other == pytest.approx(first.decision.candidate)
