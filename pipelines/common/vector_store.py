@@ -374,8 +374,11 @@ class EmbeddingStore:
             self._evict(also_keep=key.model_id)
         else:
             table.merge_insert(HASH_COLUMN).when_not_matched_insert_all().execute(rows)
-            with contextlib.suppress(*STORE_ERRORS):  # a reader's old version: next time
-                table.optimize(cleanup_older_than=KEEP_VERSIONS_FOR)
+            # Compact and clean up old versions; not a table with an ANN index, whose
+            # incremental update costs more than a rebuild (pipelines/search/index.py).
+            if not table.list_indices():
+                with contextlib.suppress(*STORE_ERRORS):  # a reader's old version: next time
+                    table.optimize(cleanup_older_than=KEEP_VERSIONS_FOR)
         _touch(self.table_path(key))
         return table
 

@@ -152,10 +152,24 @@ def test_the_ann_table_follows_the_corpus_incrementally(ann_folder: Path) -> Non
     table = EmbeddingStore(ann_folder).vectors(StoreKey("fp", None, normalize=True)).table
     assert table.count_rows() == 310
     [index] = table.list_indices()
-    assert table.index_stats(index.name).num_unindexed_rows == 0  # folded in, not rebuilt
+    # 20 new passages are more than REINDEX_SHARE of 290: the index was rebuilt over all.
+    assert table.index_stats(index.name).num_unindexed_rows == 0
     query = RandomVectors().encode(["passage 315"])[0]
     rows, scores = update.index.top(query / np.linalg.norm(query), 1)
     assert texts[rows[0]] == "passage 315" and scores[0] == pytest.approx(1.0, abs=1e-3)
+
+
+def test_a_few_new_passages_are_searched_beside_the_index_until_it_is_rebuilt(
+    ann_folder: Path,
+) -> None:
+    texts = passages(range(10, 322))  # 2 more: below REINDEX_SHARE, not indexed yet
+    update = open_index(ann_folder, RandomVectors(), texts, ANN)
+    table = EmbeddingStore(ann_folder).vectors(StoreKey("fp", None, normalize=True)).table
+    [index] = table.list_indices()
+    assert table.index_stats(index.name).num_unindexed_rows == 2
+    query = RandomVectors().encode(["passage 321"])[0]
+    rows, _ = update.index.top(query / np.linalg.norm(query), 1)
+    assert texts[rows[0]] == "passage 321"  # found all the same
 
 
 def test_an_ann_index_asked_for_more_neighbours_than_it_holds_gives_all(
