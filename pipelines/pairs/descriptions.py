@@ -53,8 +53,14 @@ _REF = re.escape(REF_PLACEHOLDER)
 # A multi-part work's "see More on Algebra, Lemma [ref]": the part's title goes too.
 _PART_TITLE = r"(?:[A-Z][A-Za-z\-]*(?:\s+(?:on\s+|of\s+|and\s+)?[A-Z][A-Za-z\-]*)*,\s*)"
 # "by Lemma [ref]", "see Lemmas [ref], [ref] and [ref]", "Properties [ref] -- [ref]".
+# What introduces a reference as an aside: it leaves with the reference ("It follows from
+# Lemma [ref] that ..." -> "It follows that ...", "Using [ref], we get" -> "We get").
+_INTRODUCER = (
+    r"[Ss]ee(?:\s+also)?|[Bb]y|cf\.?|[Ff]rom|[Uu]sing|[Aa]pplying|[Vv]ia|[Tt]hanks\s+to"
+    r"|[Ii]n\s+view\s+of|[Ff]ollowing"
+)
 _REF_PHRASE = re.compile(
-    rf"(?:\b(?:[Ss]ee(?:\s+also)?|[Bb]y|cf\.?)\s+)?(?:{_PART_TITLE}?(?:the\s+)?"
+    rf"(?:\b(?:{_INTRODUCER})\s+)?(?:{_PART_TITLE}?(?:the\s+)?"
     rf"(?:(?:{_KINDS})s?|Corollaries|Properties)\s*)?{_REF}"
     rf"(?:\s*(?:,|and|or|,\s*and|--|\u2013|-)\s*(?:(?:{_KINDS})s?\s*)?{_REF})*"
 )
@@ -87,15 +93,31 @@ _HOLE = re.compile(
     r"\b(?:in|from|of|by|to|with|using|via|see|under|on)\s*(?:[.,;:)]|$|(?:and|is|are)\b)"
 )
 # A reference phrase the sentence reads without: an aside ("by Lemma [ref]", "see [ref]",
-# "cf. [ref]") or one inside brackets. Any other is a part of speech ("Using [ref] we see",
-# "the hypotheses of [ref] hold", "Lemma [ref] shows that"), and removing it leaves a hole.
-_ASIDE = re.compile(r"(?:[Ss]ee|[Bb]y|cf)\b")
+# "from [ref]") or one inside brackets. Any other is a part of speech ("the hypotheses of
+# [ref] hold", "Lemma [ref] shows that", "as in [ref]"), and removing it leaves a hole.
+_ASIDE = re.compile(rf"(?:{_INTRODUCER})\s")
 _PLACEHOLDERS = re.compile(rf"{_REF}|{re.escape(CITE_PLACEHOLDER)}")
+
+
+# "Theorem [ref] shows that X": what follows is the authors' own words for the result.
+_REF_SAYS = re.compile(
+    rf"(?:\b(?:{_KINDS})s?\s+)?{_REF}\s+(?:(?:also|then|now)\s+)?"
+    r"(?:shows?|states?|says?|asserts?|implies|guarantees?|tells\s+us|proves?|yields?)"
+    r"\s+(?:that\s+)?"
+)
+
+
+def described_part(sentence: str) -> str:
+    """What of ``sentence`` describes what it cites: after "Lemma [ref] shows that", the
+    rest; else the whole."""
+    match = _REF_SAYS.search(sentence)
+    return sentence[match.end() :] if match else sentence
 
 
 def reference_left_a_hole(sentence: str) -> bool:
     """Whether cleaning ``sentence`` (:func:`clean_citing_sentence`) leaves a fragment: a
     reference phrase that was a part of the sentence, or a preposition left dangling."""
+    sentence = described_part(sentence)
     for match in _REF_PHRASE.finditer(sentence):
         if _ASIDE.match(match.group()):
             continue
@@ -108,9 +130,10 @@ def reference_left_a_hole(sentence: str) -> bool:
 
 def clean_citing_sentence(sentence: str) -> str:
     """The sentence without its reference and citation phrases and the brackets they leave:
-    "Hence $B$ is finite over $A$ (Algebra, Lemma [ref])." -> "Hence $B$ is finite over $A$."
+    "Hence $B$ is finite over $A$ (Algebra, Lemma [ref])." -> "Hence $B$ is finite over $A$.";
+    "Theorem [ref] shows that every $X$ is $Y$." -> "Every $X$ is $Y$." (:func:`described_part`).
     """
-    text = _REF_PHRASE.sub("", sentence)
+    text = _REF_PHRASE.sub("", described_part(sentence))
     text = _CITE_PHRASE.sub("", text)
     previous = None
     while previous != text:  # "(see (Lemma [ref]))" empties in two rounds

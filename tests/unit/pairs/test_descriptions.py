@@ -191,7 +191,19 @@ def test_no_statement_held_out_means_no_described_set() -> None:
             "The map is flat.",
         ),
         ("The ring is Noetherian, see [cite].", "The ring is Noetherian."),
-        ("This follows from Propositions [ref], [ref], and [ref].", "This follows from."),
+        ("This follows from Propositions [ref], [ref], and [ref].", "This follows."),
+        (
+            "Using Lemma [ref] we see that $f$ is flat over $S$.",
+            "We see that $f$ is flat over $S$.",
+        ),
+        (
+            "It follows from Lemma [ref] that the sheaf is coherent.",
+            "It follows that the sheaf is coherent.",
+        ),
+        (
+            "In particular, Theorem [ref] states that for every $k$ the equation is solvable.",
+            "For every $k$ the equation is solvable.",
+        ),
     ],
 )
 def test_reference_phrases_leave_the_sentence(sentence: str, cleaned: str) -> None:
@@ -222,9 +234,12 @@ def test_what_is_no_description(text: str, reason: str | None) -> None:
         ("The ring is Noetherian, see [cite], and every ideal is finitely generated.", False),
         ("The map is proper (as $Z$ is proper over $S$, see Lemma [ref]) and finite.", False),
         # A reference that was a part of the sentence leaves a fragment.
-        ("Using [ref] we see that $A \\to B$ is pseudo-coherent.", True),
+        ("Using [ref] we see that $A \\to B$ is pseudo-coherent.", False),
+        ("It follows from Lemma [ref] that the sheaf is coherent on $X$.", False),
+        ("Property (3) of Lemma [ref] shows that the module is flat.", False),
         ("In other words, the hypotheses of Lemma [ref] hold for the sheaf.", True),
-        ("Lemma [ref] shows that the sheaf is coherent on the scheme.", True),
+        ("Lemma [ref] shows that the sheaf is coherent on the scheme.", False),
+        ("As shown in [ref], this law characterizes abelian groups of exponent two.", True),
         ("The module is flat as in Lemma [ref].", True),
         # A dangling preposition without a reference phrase too (the older rule).
         ("This follows from and the fact that the map is open.", True),
