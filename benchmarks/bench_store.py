@@ -308,13 +308,11 @@ DECISION = """\
   lacks" directly; usearch and faiss take 64-bit integer keys (a cut hash).
 * **Its cost: keyed lookup** reads the table (1 s for 100k rows here against 0.05-0.15 s) and
   reopening is instant; at the demo's size both are far below a model load.
-* **One library for both**: the same kind of table takes an IVF-HNSW (8-bit) index for search
-  above `search.ann_threshold`, so the champion's vectors are not copied into a second
-  library's format. `ann_scale.md` (`bench_ann.py`, same machine) finds faiss IVF-SQ8 far
-  faster per query (0.07 ms against LanceDB's 16 ms at 10^5, both recall@10 ≈ 0.99) and
-  LanceDB's incremental index update costly (3x a rebuild): the search rebuilds its index
-  past 5 % new passages instead, and 16 ms is within the 50 ms target. A faiss index beside
-  the store is the next step if LanceDB misses it at 10^6-10^7.
+* **Not the search index**: LanceDB's own ANN index (IVF-HNSW, 8-bit) could not be built
+  at 10^6 passages within 11 minutes and its incremental update cost 3x a rebuild at 10^5
+  (`ann_scale.md`, `bench_ann.py`, same machine), so search above `search.ann_threshold`
+  uses a faiss IVF-SQ8 index derived from this store's vectors and kept beside them
+  (`pipelines/search/ann.py`): the vectors stay here, the index is a rebuildable file.
 """
 
 
