@@ -61,7 +61,11 @@ def new_project(root: Path, changes: dict[str, dict[str, Any]] | None = None) ->
     # 80: the smallest mirror the generator accepts. Its eval set has ~20 queries, not the
     # real corpus's ~195 that validate.min_queries (100) is set for.
     update_params(root, {"sample": {"corpus": "synthetic", "n_papers": 80}})
-    update_params(root, {"validate": {"min_queries": 5, "min_described_queries": 5}})
+    # No described set either: the generator's citing sentences that cite a held-out result
+    # sit in its own passage (a proof citing its lemma) or use the reference as a noun
+    # ("Theorem [ref] applies to ..."), so none is a described query (that set is tested on
+    # real chapters: tests/unit/pairs, the demo).
+    update_params(root, {"validate": {"min_queries": 5, "min_described_queries": 0}})
     if changes:
         update_params(root, changes)
     run("git", "init", "-q", cwd=root)
