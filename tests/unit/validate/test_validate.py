@@ -733,10 +733,10 @@ def test_main_succeeds_and_summarises(
     assert result.exit_code == 0
     out = result.stdout
     assert "chunks: 1 of" in out and "text:passage_length 1" in out
-    # The slice's four queries (one named, three described) less the one judged only by
-    # the quarantined passage.
-    assert len(data["queries"]) == 4
-    assert "validate: Evaluation set: 3 queries over 19 passages" in out
+    # The slice's two queries (both named: the synthetic corpus gives no described query)
+    # less the one judged only by the quarantined passage.
+    assert len(data["queries"]) == 2
+    assert "validate: Evaluation set: 1 query over 44 passages" in out
     assert "reports/data_quality/index.html (all expectations met)" in out
     assert (tmp_path / "metrics" / "data_quality.json").is_file()
 
