@@ -52,13 +52,13 @@ _KINDS = (
 _REF = re.escape(REF_PLACEHOLDER)
 # A multi-part work's "see More on Algebra, Lemma [ref]": the part's title goes too.
 _PART_TITLE = r"(?:[A-Z][A-Za-z\-]*(?:\s+(?:on\s+|of\s+|and\s+)?[A-Z][A-Za-z\-]*)*,\s*)"
-# "by Lemma [ref]", "see Lemmas [ref], [ref] and [ref]", "Properties [ref] -- [ref]".
 # What introduces a reference as an aside: it leaves with the reference ("It follows from
 # Lemma [ref] that ..." -> "It follows that ...", "Using [ref], we get" -> "We get").
 _INTRODUCER = (
     r"[Ss]ee(?:\s+also)?|[Bb]y|cf\.?|[Ff]rom|[Uu]sing|[Aa]pplying|[Vv]ia|[Tt]hanks\s+to"
     r"|[Ii]n\s+view\s+of|[Ff]ollowing"
 )
+# "by Lemma [ref]", "see Lemmas [ref], [ref] and [ref]", "Properties [ref] -- [ref]".
 _REF_PHRASE = re.compile(
     rf"(?:\b(?:{_INTRODUCER})\s+)?(?:{_PART_TITLE}?(?:the\s+)?"
     rf"(?:(?:{_KINDS})s?|Corollaries|Properties)\s*)?{_REF}"
