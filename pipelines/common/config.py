@@ -389,8 +389,6 @@ class SearchParams(_Section):
     ann_threshold: Annotated[Int, Range(256, 10**10)] = FROM_PARAMS_YAML
     # IVF partitions searched per query: more is slower and closer to exact.
     ann_nprobes: Annotated[Int, Range(1, 4096)] = FROM_PARAMS_YAML
-    # Candidates re-ranked with the exact vectors: refine_factor x k (1: none beyond k).
-    ann_refine_factor: Annotated[Int, Range(1, 100)] = FROM_PARAMS_YAML
 
 
 @_config_errors

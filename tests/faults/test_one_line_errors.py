@@ -58,7 +58,7 @@ def test_a_truncated_embedding_store_is_rebuilt_with_a_warning(
             embedded.extend(missing)
             return np.eye(len(missing), 8, dtype=np.float32)
 
-    params = SearchParams(ann_threshold=10**6, ann_nprobes=1, ann_refine_factor=1)
+    params = SearchParams(ann_threshold=10**6, ann_nprobes=1)
 
     def open_index() -> IndexUpdate:
         store = EmbeddingStore(tmp_path / "embeddings")

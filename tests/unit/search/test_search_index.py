@@ -55,10 +55,10 @@ class RandomVectors(LetterCounts):
         ).astype(np.float32)
 
 
-EXACT = SearchParams(ann_threshold=10**6, ann_nprobes=1, ann_refine_factor=1)
+EXACT = SearchParams(ann_threshold=10**6, ann_nprobes=1)
 # Uniform random directions have no clusters for IVF's lists to follow: 3 of the 4 lists
 # are probed for recall@10 >= 0.9 (real embeddings cluster; the benchmark probes 4 of 1024).
-ANN = SearchParams(ann_threshold=256, ann_nprobes=3, ann_refine_factor=1)
+ANN = SearchParams(ann_threshold=256, ann_nprobes=3)
 CORPUS = ["aaa", "bbb", "abc"]
 
 
