@@ -389,6 +389,10 @@ class SearchParams(_Section):
     ann_threshold: Annotated[Int, Range(256, 10**10)] = FROM_PARAMS_YAML
     # IVF partitions searched per query: more is slower and closer to exact.
     ann_nprobes: Annotated[Int, Range(1, 4096)] = FROM_PARAMS_YAML
+    # Who answers (pipelines/search/remote_index.py): "embedded" (the exact or faiss index
+    # in this process) or "qdrant" (a Qdrant server at engine_url, infra/, at any size).
+    engine: Literal["embedded", "qdrant"] = FROM_PARAMS_YAML
+    engine_url: Annotated[Str, HttpUrl()] = FROM_PARAMS_YAML
 
 
 @_config_errors
