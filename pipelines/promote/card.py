@@ -17,7 +17,7 @@ from typing import Any
 from pipelines.common.rounding import format_p_value
 from pipelines.promote.decision import Decision
 
-#: What each ``pairs.qrels_scope`` counts as relevant (see pipelines/pairs/stage.py).
+#: What each ``pairs.qrels_scope`` counts as relevant (see pipelines/pairs/evaluation.py).
 RELEVANCE_RULES = {
     "defining": "graded: the passage that defines or states the concept (2) and the "
     "passages citing that statement by \\ref (1)",

@@ -9,7 +9,8 @@ from typing import Any
 import pandas as pd
 
 from pipelines.common.config import PairsParams
-from pipelines.pairs.stage import build_pairs, query_id, stable_bucket
+from pipelines.pairs.build import build_pairs
+from pipelines.pairs.stable import query_id, stable_bucket
 
 DEFINITION = "An affine scheme is a locally ringed space isomorphic to the spectrum of a ring."
 LEMMA = "Every open subset of an affine scheme is a union of affine open subschemes of it."

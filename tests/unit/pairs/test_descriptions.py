@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from pipelines.common.config import PairsParams
+from pipelines.pairs.build import build_pairs
 from pipelines.pairs.descriptions import (
     STATEMENT_SALT,
     clean_citing_sentence,
@@ -16,7 +17,7 @@ from pipelines.pairs.descriptions import (
     reference_left_a_hole,
     statement_key,
 )
-from pipelines.pairs.stage import build_pairs, stable_bucket
+from pipelines.pairs.stable import stable_bucket
 
 P1, P2 = "2401.00001", "2401.00002"
 TEXT_A = "Let $f$ be flat and locally of finite presentation. Then $f$ is an open map of schemes."

@@ -22,16 +22,10 @@ from pipelines.common.config import PairsParams
 from pipelines.common.names import normalise_name
 from pipelines.common.paths import Paths
 from pipelines.common.tables import PAIR_KINDS, PAIRS_SCHEMA, STATEMENTS_SCHEMA
-from pipelines.pairs.stage import (
-    PairsResult,
-    build_pairs,
-    chunks_naming,
-    held_out_concepts,
-    query_id,
-    run_pairs,
-    stable_bucket,
-    unseen_papers,
-)
+from pipelines.pairs.build import PairsResult, build_pairs
+from pipelines.pairs.evaluation import chunks_naming
+from pipelines.pairs.stable import held_out_concepts, query_id, stable_bucket, unseen_papers
+from pipelines.pairs.stage import run_pairs
 
 Tables = dict[str, pd.DataFrame]
 STATEMENT_COLUMNS = STATEMENTS_SCHEMA.names
