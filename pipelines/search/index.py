@@ -12,8 +12,10 @@ started after a night embeds nothing.
   them; a night adds only the new passages' vectors and removes the departed ones
   (:func:`pipelines.search.ann.sync_ann_index`, which says where the file lives and when
   the index is trained again).
+* With ``search.engine: qdrant``, a Qdrant server answers at every size, from a collection
+  synced the same way (:mod:`pipelines.search.remote_index`).
 
-Both answer "more neighbours than the index holds" with every passage it holds.
+All answer "more neighbours than the index holds" with every passage it holds.
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ from pipelines.common.vector_store import (
     embed_stored,
     text_hash,
 )
-from pipelines.search.ann import AnnIndex, Vectors, sync_ann_index
+from pipelines.search.ann import Vectors, sync_ann_index
+from pipelines.search.remote_index import QdrantServer
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +96,7 @@ def open_search_index(
 ) -> IndexUpdate:
     """The index of ``texts`` (corpus rows, in order) for the model ``fingerprint``."""
     before = store.embedded
-    if len(set(texts)) < params.ann_threshold:
+    if params.engine == "embedded" and len(set(texts)) < params.ann_threshold:
         vectors = embed_stored(
             model,
             texts,
@@ -127,9 +130,12 @@ def sync_ann(
     texts: Sequence[str],
     params: SearchParams,
     batch_size: int,
-) -> tuple[AnnIndex, int]:
+) -> tuple[SearchIndex, int]:
     """Bring the model's table of unit vectors to exactly these texts (embedding only the
-    ones it lacks), then its ANN index; the index and how many departed texts left both."""
+    ones it lacks), then its ANN index or Qdrant collection; the index and how many
+    departed texts left both."""
+    # search.engine: qdrant: a server that does not answer fails before anything is embedded.
+    server = QdrantServer(params.engine_url) if params.engine == "qdrant" else None
     stored = store.vectors(StoreKey(fingerprint, None, normalize=True))
     text_keys = [text_hash(text) for text in texts]
     first_row: dict[str, int] = {}
@@ -154,4 +160,6 @@ def sync_ann(
     for stale in stored.table.list_indices():  # LanceDB's own ANN index, before faiss's
         log.info("search index: dropping the LanceDB index %s, faiss indexes now", stale.name)
         stored.table.drop_index(stale.name)
+    if server is not None:
+        return server.sync(stored, text_keys), len(departed)
     return sync_ann_index(store, stored, text_keys, params), len(departed)
