@@ -15,12 +15,12 @@ one ``source.tex``; it runs, in order:
    paragraphs at the top, for the graph stage); everything after ``\\end{document}``
    is dropped too;
 4. **macros**: user macros and environments, defined in the preamble or the body, are
-   expanded everywhere, math included (:mod:`pipelines.prepare.macros`); an expansion
+   expanded everywhere, math included (:mod:`pipelines.prepare.latex.macros`); an expansion
    that would grow the text past its limit (a macro bomb) is *fatal*, and so is more
    cleaned text than :data:`MAX_CLEANED_CHARS`;
 5. **conversion**: one linear pass over the body turns math into ``$…$``, drops
    formatting, layout and references, splits sections and collects statements
-   (:mod:`pipelines.prepare.converter`); passages begin where theorem-like blocks begin
+   (:mod:`pipelines.prepare.latex.converter`); passages begin where theorem-like blocks begin
    (:func:`~pipelines.prepare.chunker.block_spans`);
 6. **whitespace**: paragraphs are separated by exactly one blank line; inside a
    paragraph every whitespace run is one space.
@@ -41,14 +41,14 @@ from dataclasses import dataclass
 
 from pipelines.prepare.chunker import Chunk, block_spans
 from pipelines.prepare.citations import Citation
-from pipelines.prepare.converter import Converter, Section
-from pipelines.prepare.macros import (
+from pipelines.prepare.latex.converter import Converter, Section
+from pipelines.prepare.latex.macros import (
     Definitions,
     ExpansionLimitError,
     collect_definitions,
     expand_macros,
 )
-from pipelines.prepare.source import Problems, arg_span_end, sanitise, strip_comments
+from pipelines.prepare.latex.source import Problems, arg_span_end, sanitise, strip_comments
 from pipelines.prepare.statements import Statement
 
 # Bump when the cleaner's output changes, so that cached per-paper outputs are redone.

@@ -13,7 +13,7 @@ from pipelines.common.isolation import Failure, run_isolated
 from pipelines.prepare.chunker import Chunk
 from pipelines.prepare.citations import Citation
 from pipelines.prepare.cleaner import prepare_document
-from pipelines.prepare.converter import clean_inline, clean_paragraphs
+from pipelines.prepare.latex.converter import clean_inline, clean_paragraphs
 from pipelines.prepare.raw_store import RawPaper
 from pipelines.prepare.statements import Statement
 

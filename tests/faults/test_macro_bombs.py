@@ -23,14 +23,14 @@ from pipelines.common.io import quarantined, safe_name
 from pipelines.common.paths import Paths
 from pipelines.prepare import cleaner
 from pipelines.prepare.cleaner import clean_latex, prepare_document
-from pipelines.prepare.macros import (
+from pipelines.prepare.latex.macros import (
     Definitions,
     ExpansionLimitError,
     collect_definitions,
     expand_macros,
     expansion_limit,
 )
-from pipelines.prepare.source import Problems
+from pipelines.prepare.latex.source import Problems
 
 BOMB_USES = 20_000
 TIME_LIMIT_S = 20.0  # the whole subprocess; the fixed code takes well under this

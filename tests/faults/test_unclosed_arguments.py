@@ -11,7 +11,7 @@ import random
 import pytest
 
 from pipelines.prepare.cleaner import prepare_document
-from pipelines.prepare.source import (
+from pipelines.prepare.latex.source import (
     ARG_SCAN_LIMIT,
     BraceIndex,
     characters_scanned,

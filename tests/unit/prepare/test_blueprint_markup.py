@@ -20,7 +20,7 @@ from pipelines.common.config import SampleParams
 from pipelines.ingest.arxiv.archive import ArchiveLimits, Source, extract_source
 from pipelines.ingest.sample.blueprints import build_blueprint_mirror
 from pipelines.prepare.cleaner import clean_latex, prepare_document
-from pipelines.prepare.vocabulary import BLUEPRINT_MARKUP
+from pipelines.prepare.latex.vocabulary import BLUEPRINT_MARKUP
 
 SHARED_BLUEPRINTS = REPO / SampleParams().blueprints_dir
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pipelines.prepare.citations import citing_sentences, split_sentences
 from pipelines.prepare.cleaner import clean_latex, prepare_document
-from pipelines.prepare.converter import BLOCK_MARK, REF_MARK
+from pipelines.prepare.latex.converter import BLOCK_MARK, REF_MARK
 
 DOCUMENT = r"""
 \documentclass{amsart}

@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 
 from pipelines.prepare.chunker import chunk_spans, chunk_text, math_spans
 from pipelines.prepare.cleaner import clean_latex, prepare_document
-from pipelines.prepare.converter import clean_inline
-from pipelines.prepare.source import strip_comments
+from pipelines.prepare.latex.converter import clean_inline
+from pipelines.prepare.latex.source import strip_comments
+from pipelines.prepare.latex.vocabulary import CITE_PLACEHOLDER, REF_PLACEHOLDER
 from pipelines.prepare.statements import statement_kind
-from pipelines.prepare.vocabulary import CITE_PLACEHOLDER, REF_PLACEHOLDER
 
 
 def body(latex: str, preamble: str = "") -> str:

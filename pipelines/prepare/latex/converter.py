@@ -1,11 +1,13 @@
 """The converter: one linear pass over a document body in text mode, from LaTeX to text.
 
-Over 500 lines: one class, whose handlers share the output and the open environments.
+One class, whose handlers share the output and the open environments; the handlers of
+single commands (``\\section``, ``\\ref``, ``\\emph``, ``\\label``, accents …) are its base
+class, :class:`~pipelines.prepare.latex.commands.CommandHandlers`.
 
 * math in every form (``$…$``, ``\\(…\\)``, ``\\[…\\]``, ``$$…$$``, ``\\ensuremath``
   and the ``equation`` / ``align`` / ``gather`` / ``multline`` / ``flalign`` / ``alignat``
   / ``eqnarray`` / ``displaymath`` environments, starred or not) becomes ``$…$``
-  (:mod:`pipelines.prepare.math_text`);
+  (:mod:`pipelines.prepare.latex.math_text`);
 * formatting and unknown macros are dropped and their arguments' text kept
   (``\\emph{x}`` → ``x``); an unknown macro's ``[optional]`` argument is dropped;
 * ``\\cite…{…}`` → ``[cite]`` (keeps the sentence readable: "proved in [cite]"),
@@ -40,26 +42,32 @@ from __future__ import annotations
 
 import functools
 import re
-import unicodedata
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from pipelines.prepare.citations import Citation, citing_sentences
-from pipelines.prepare.math_text import MATH_ENVIRONMENTS, MATH_ROW_ENVIRONMENTS, clean_math
-from pipelines.prepare.source import (
+from pipelines.prepare.latex.commands import (
+    EMPHASIS_COMMANDS,
+    EMPHASIS_SWITCHES,
+    REF_MARK,
+    CommandHandlers,
+    Emphasis,
+    OpenEnvironment,
+    PendingStatement,
+    environment_end,
+)
+from pipelines.prepare.latex.math_text import MATH_ENVIRONMENTS
+from pipelines.prepare.latex.source import (
     CRUDE_MARKUP,
     Problems,
     normalise_whitespace,
-    read_argument,
     read_group,
     read_optional,
     runaway_end,
     sanitise,
-    skip_spaces,
     strip_comments,
 )
-from pipelines.prepare.statements import DEFAULT_THEOREMS, Statement, statement_kind
-from pipelines.prepare.vocabulary import (
+from pipelines.prepare.latex.vocabulary import (
     ACCENTS,
     CITE_PLACEHOLDER,
     DROP_COMMANDS,
@@ -67,13 +75,12 @@ from pipelines.prepare.vocabulary import (
     HEADING_COMMANDS,
     LAYOUT_ARGUMENTS,
     REF_COMMANDS,
-    REF_PLACEHOLDER,
     SECTION_COMMANDS,
     SKIP_ENVIRONMENTS,
     SLOGAN_ENVIRONMENTS,
     SYMBOLS,
-    TEXT_SYMBOLS,
 )
+from pipelines.prepare.statements import DEFAULT_THEOREMS, Statement, statement_kind
 
 MAX_FRAGMENT_DEPTH = 8  # titles/names cleaned inside titles/names; deeper is malformed
 MAX_OPEN_ENVIRONMENTS = 64  # deeper nesting is malformed input; inner \begin ignored
@@ -93,7 +100,6 @@ _TOKEN = re.compile(
 )
 _TEXT_LIGATURES = re.compile(r"---|--|``|''")
 _LIGATURES = {"---": "\u2014", "--": "\u2013", "``": '"', "''": '"'}
-_INLINE_MATH_BODY = re.compile(r"(?:[^$\\\n]++|\\.|\n(?![ \t]*\n))*+", re.S)
 
 _CAPTION = re.compile(r"\\caption\*?(?![A-Za-z@])")
 
@@ -115,12 +121,6 @@ class Section:
 #: whitespace, so paragraph normalisation keeps it) that sanitise removes from every source;
 #: removed from every text the converter returns.
 BLOCK_MARK = "\ue000"
-
-
-#: Marks where a ``\\ref`` was written, for :meth:`Converter.citations`; like BLOCK_MARK a
-#: private-use character sanitise removes from every source, and removed from every text
-#: the converter returns.
-REF_MARK = "\ue001"
 
 
 def _unmarked(text: str) -> tuple[str, tuple[int, ...]]:
@@ -157,43 +157,7 @@ def clean_paragraphs(text: str) -> str:
     return "\n\n".join(section.text for section in converter.sections() if section.text)
 
 
-@dataclass
-class _OpenEnvironment:
-    name: str
-    statement: int = -1  # index into Converter._statements, -1 when not a statement
-    text_start: int = 0  # index into the output where the statement's text starts
-    label: str = ""
-    closer: str = ""  # emitted when the environment closes
-    proof_of: int = -1  # for a proof: the index of the statement it proves
-
-
-@dataclass
-class _PendingStatement:
-    kind: str
-    name: str
-    label: str = ""
-    text: str | None = None
-    terms: list[str] = field(default_factory=list)
-    refs: list[str] = field(default_factory=list)
-    proof: str = ""
-    proof_open: bool = False
-    slogan: str = ""
-
-
-@dataclass(frozen=True)
-class _Emphasis:
-    """The closer of an emphasised group: where its text starts in the output."""
-
-    start: int
-
-
-#: Emphasis commands with an argument (``\emph{term}``) and font switches (``{\it term}``).
-EMPHASIS_COMMANDS = frozenset({"emph", "textit", "textbf", "textsl"})
-EMPHASIS_SWITCHES = frozenset({"it", "em", "bf", "sl", "itshape", "bfseries", "slshape"})
-MAX_TERM_CHARS = 120  # an emphasised run longer than this is a stressed sentence, not a term
-
-
-class Converter:
+class Converter(CommandHandlers):
     """One linear pass over a document body in text mode (see the module docstring)."""
 
     def __init__(self, theorems: dict[str, str], problems: Problems, depth: int = 0) -> None:
@@ -202,10 +166,10 @@ class Converter:
         self._depth = depth  # how deep inside titles/names this converter runs
         self._missing: dict[str, int] = {}  # closer → a position after which it is absent
         self._out: list[str] = []
-        self._groups: list[str | _Emphasis] = []  # what to emit when each brace closes
-        self._environments: list[_OpenEnvironment] = []
+        self._groups: list[str | Emphasis] = []  # what to emit when each brace closes
+        self._environments: list[OpenEnvironment] = []
         self._section_marks: list[tuple[int, str]] = [(0, "")]
-        self._statements: list[_PendingStatement] = []
+        self._statements: list[PendingStatement] = []
         self._ref_labels: list[tuple[str, ...]] = []  # per REF_MARK written, in order
         self._words: dict[str, Callable[[str, str, int], int]] = {
             **dict.fromkeys(SECTION_COMMANDS, self._section),
@@ -334,7 +298,7 @@ class Converter:
             elif kind == "close":
                 if self._groups:
                     closer = self._groups.pop()
-                    if isinstance(closer, _Emphasis):
+                    if isinstance(closer, Emphasis):
                         self._emphasised(closer.start)
                     elif closer:
                         append(closer)
@@ -353,68 +317,6 @@ class Converter:
             else:  # tie or ampersand: a space
                 append(" ")
             pos = end
-
-    # -- math
-
-    def _emit_math(self, pieces: list[str], display: bool) -> None:
-        if not pieces:
-            return
-        joined = " ".join(pieces)
-        self._out.append(f" {joined} " if display else joined)
-
-    def _dollar_math(self, text: str, opener: str, pos: int) -> int:
-        if opener == "$$":
-            found = self._find(text, "$$", pos)
-            close = -1 if found is None else found[0]
-            if close < 0:
-                self._problems.add("unterminated $$ math")
-                close = runaway_end(text, pos)
-                self._emit_math(clean_math(text[pos:close]), display=True)
-                return close
-            self._emit_math(clean_math(text[pos:close]), display=True)
-            return close + 2
-        body = _INLINE_MATH_BODY.match(text, pos)
-        close = body.end() if body else pos
-        if close < len(text) and text[close] == "$":
-            self._emit_math(clean_math(text[pos:close]), display=False)
-            return close + 1
-        self._problems.add("unterminated $ math")
-        self._emit_math(clean_math(text[pos:close]), display=False)
-        return close
-
-    def _delimited_math(self, text: str, pos: int, closer: str) -> int:
-        found = self._find(text, closer, pos)
-        close = -1 if found is None else found[0]
-        if close < 0:
-            self._problems.add(f"math opened without {closer}")
-            close = runaway_end(text, pos)
-            self._emit_math(clean_math(text[pos:close]), display=True)
-            return close
-        self._emit_math(clean_math(text[pos:close]), display=closer == "\\]")
-        return close + len(closer)
-
-    def _environment_math(self, text: str, name: str, pos: int) -> int:
-        base = name.rstrip("*")
-        if base in ("alignat", "xalignat", "xxalignat"):
-            group = read_group(text, pos, self._problems, f"\\begin{{{name}}}")
-            if group is not None:
-                pos = group[1]
-        close = self._find(text, _environment_end(name), pos)
-        if close is None:
-            self._problems.add(f"\\begin{{{name}}} without \\end{{{name}}}")
-            end = runaway_end(text, pos)
-            self._emit_math(clean_math(text[pos:end], base in MATH_ROW_ENVIRONMENTS), True)
-            return end
-        pieces = clean_math(text[pos : close[0]], base in MATH_ROW_ENVIRONMENTS)
-        self._emit_math(pieces, display=True)
-        return close[1]
-
-    def _ensuremath(self, text: str, name: str, pos: int) -> int:
-        group = read_group(text, pos, self._problems, "\\ensuremath")
-        if group is None:
-            return pos
-        self._emit_math(clean_math(group[0]), display=False)
-        return group[1]
 
     # -- environments
 
@@ -446,7 +348,7 @@ class Converter:
         elif base in ("abstract", "itemize", "enumerate", "description", "quote", "center"):
             self._out.append("\n\n")
             closer = "\n\n"
-        self._environments.append(_OpenEnvironment(name, closer=closer))
+        self._environments.append(OpenEnvironment(name, closer=closer))
         return pos
 
     def _begin_statement(self, text: str, name: str, title: str, pos: int) -> int:
@@ -467,7 +369,7 @@ class Converter:
         kind = statement_kind(title)
         if kind is not None:
             index = len(self._statements)
-            self._statements.append(_PendingStatement(kind, statement_name))
+            self._statements.append(PendingStatement(kind, statement_name))
         proof_of = -1
         if is_proof and self._statements:
             # A proof proves the statement just before it (its first proof only).
@@ -476,7 +378,7 @@ class Converter:
                 proof_of = len(self._statements) - 1
                 last.proof_open = True
         self._environments.append(
-            _OpenEnvironment(name, index, len(self._out), proof_of=proof_of, closer="\n\n")
+            OpenEnvironment(name, index, len(self._out), proof_of=proof_of, closer="\n\n")
         )
         return pos
 
@@ -494,7 +396,7 @@ class Converter:
             self._close(environments.pop())
         self._close(environments.pop())
 
-    def _close(self, environment: _OpenEnvironment) -> None:
+    def _close(self, environment: OpenEnvironment) -> None:
         if environment.statement >= 0:
             pending = self._statements[environment.statement]
             pending.text = self._written_since(environment.text_start)
@@ -511,7 +413,7 @@ class Converter:
 
     def _slogan(self, text: str, name: str, pos: int) -> int:
         """A slogan leaves the text; the statement it sits in keeps it (the first one)."""
-        found = self._find(text, _environment_end(name), pos)
+        found = self._find(text, environment_end(name), pos)
         end = len(text) if found is None else found[0]
         if found is None:
             self._problems.add(f"\\begin{{{name}}} never closed")
@@ -532,7 +434,7 @@ class Converter:
         begin_pattern = _environment_begin(name)
         depth = 1
         search = pos
-        while (found := self._find(text, _environment_end(name), search)) is not None:
+        while (found := self._find(text, environment_end(name), search)) is not None:
             depth += len(begin_pattern.findall(text, search, found[0])) - 1
             if depth <= 0:
                 self._captions(text[pos : found[0]], name)
@@ -563,204 +465,6 @@ class Converter:
         if caption:
             self._out.append(f"\n\n{caption}\n\n")
         return group[1]
-
-    # -- commands with special handling
-
-    def _drop_arguments(self, text: str, pos: int, count: int) -> int:
-        """Skip a command's [optional] arguments and ``count`` mandatory ones."""
-        while (optional := read_optional(text, pos)) is not None:
-            pos = optional[1]
-        for _ in range(count):
-            group = read_group(text, pos, self._problems, "a command")
-            if group is None:
-                break
-            pos = group[1]
-            while (optional := read_optional(text, pos)) is not None:
-                pos = optional[1]
-        return pos
-
-    def _title_argument(self, text: str, pos: int, what: str) -> tuple[str, int]:
-        optional = read_optional(text, pos)
-        if optional is not None:
-            pos = optional[1]
-        group = read_group(text, pos, self._problems, what)
-        if group is None:
-            return "", pos
-        return self._fragment(group[0]), group[1]
-
-    def _section(self, text: str, name: str, pos: int) -> int:
-        title, pos = self._title_argument(text, pos, f"\\{name}")
-        self._out.append("\n\n")
-        self._section_marks.append((len(self._out), title))
-        return pos
-
-    def _heading(self, text: str, name: str, pos: int) -> int:
-        title, pos = self._title_argument(text, pos, f"\\{name}")
-        if title:
-            ending = "" if title[-1] in ".?!:" else "."
-            self._out.append(f"\n\n{title}{ending} ")
-        else:
-            self._out.append("\n\n")
-        return pos
-
-    def _ref(self, text: str, name: str, pos: int) -> int:
-        self._out.append(REF_MARK + REF_PLACEHOLDER)
-        while (optional := read_optional(text, pos)) is not None:
-            pos = optional[1]
-        group = read_group(text, pos, self._problems, f"\\{name}")
-        if group is None:
-            self._ref_labels.append(())
-            return pos
-        # \cref{a,b} cites several labels at once.
-        labels = tuple(label.strip() for label in group[0].split(",") if label.strip())
-        self._ref_labels.append(labels)
-        citing = self._innermost_statement()
-        if citing is not None:
-            citing.refs.extend(labels)
-        return group[1]
-
-    def _innermost_statement(self) -> _PendingStatement | None:
-        """The statement whose text (or proof) is being written, if any."""
-        for environment in reversed(self._environments):
-            if environment.statement >= 0:
-                return self._statements[environment.statement]
-            if environment.proof_of >= 0:
-                return self._statements[environment.proof_of]
-        return None
-
-    def _emphasis(self, text: str, name: str, pos: int) -> int:
-        """``\\emph{…}``: its text is kept; in a definition it is also a defined term."""
-        start = skip_spaces(text, pos)
-        if start < len(text) and text[start] == "{":
-            self._groups.append(_Emphasis(len(self._out)))
-            return start + 1
-        return pos
-
-    def _emphasis_switch(self, text: str, name: str, pos: int) -> int:
-        """``{\\it …}``: the group the switch opens is emphasised."""
-        if self._groups and self._groups[-1] == "":
-            self._groups[-1] = _Emphasis(len(self._out))
-        return pos
-
-    def _emphasised(self, start: int) -> None:
-        for environment in reversed(self._environments):
-            if environment.statement >= 0:
-                pending = self._statements[environment.statement]
-                if pending.kind == "definition":
-                    term = " ".join("".join(self._out[start:]).replace(REF_MARK, "").split())
-                    if term and len(term) <= MAX_TERM_CHARS:
-                        pending.terms.append(term)
-                return
-
-    def _label(self, text: str, name: str, pos: int) -> int:
-        group = read_group(text, pos, self._problems, "\\label")
-        if group is None:
-            return pos
-        for environment in reversed(self._environments):
-            if environment.statement >= 0:
-                if not environment.label:
-                    environment.label = group[0].strip()
-                break
-        return group[1]
-
-    def _layout_arguments(self, text: str, name: str, pos: int) -> int:
-        """Drop the layout arguments; the text argument that follows is kept as a group."""
-        return self._drop_arguments(text, pos, LAYOUT_ARGUMENTS[name])
-
-    def _item(self, text: str, name: str, pos: int) -> int:
-        optional = read_optional(text, pos)
-        self._out.append("\n")
-        if optional is not None:
-            label = self._fragment(optional[0])
-            if label:
-                self._out.append(f"{label} ")
-            pos = optional[1]
-        return pos
-
-    def _footnote(self, text: str, name: str, pos: int) -> int:
-        optional = read_optional(text, pos)
-        if optional is not None:
-            pos = optional[1]
-        probe = skip_spaces(text, pos)
-        if probe < len(text) and text[probe] == "{":
-            self._out.append(" (")
-            self._groups.append(")")
-            return probe + 1
-        return pos
-
-    def _front_matter(self, text: str, name: str, pos: int) -> int:
-        optional = read_optional(text, pos)
-        if optional is not None:
-            pos = optional[1]
-        group = read_group(text, pos, self._problems, f"\\{name}")
-        if group is None:
-            return pos
-        value = self._fragment(group[0])
-        if value:
-            heading = "Keywords" if name == "keywords" else "Mathematics Subject Classification"
-            self._out.append(f"\n\n{heading}: {value}\n\n")
-        return group[1]
-
-    def _accent(self, text: str, name: str, pos: int) -> int:
-        argument = read_argument(text, pos) if name.isalpha() else None
-        if argument is None:
-            if pos < len(text) and text[pos] == "{":
-                argument = read_argument(text, pos)
-            elif pos < len(text) and not text[pos].isspace() and text[pos] != "\\":
-                argument = (text[pos], pos + 1)
-        if argument is None:
-            return pos
-        letter, end = argument
-        if letter.startswith("\\"):  # \'\i: a symbol (or nothing)
-            letter = SYMBOLS.get(letter[1:], "")
-        # Only plain letters take an accent: never emit a bare backslash, brace or dollar.
-        letter = CRUDE_MARKUP.sub("", letter)
-        if letter:
-            self._out.append(unicodedata.normalize("NFC", letter[0] + ACCENTS[name]) + letter[1:])
-        return end
-
-    def _verb(self, text: str, name: str, pos: int) -> int:
-        if pos >= len(text):
-            return pos
-        delimiter = text[pos]
-        close = text.find(delimiter, pos + 1)
-        if close < 0 or "\n" in text[pos + 1 : close]:
-            self._problems.add("unterminated \\verb")
-            return pos + 1
-        self._out.append(text[pos + 1 : close].replace("\\", "").replace("$", ""))
-        return close + 1
-
-    def _url(self, text: str, name: str, pos: int) -> int:
-        group = read_group(text, pos, self._problems, "\\url")
-        if group is None:
-            return pos
-        self._out.append(group[0].replace("\\", "").replace("$", ""))
-        return group[1]
-
-    def _symbol(self, text: str, token: str, pos: int) -> int:
-        char = token[1:]
-        if char == "(":
-            return self._delimited_math(text, pos, "\\)")
-        if char == "[":
-            return self._delimited_math(text, pos, "\\]")
-        if char in ACCENTS:
-            return self._accent(text, char, pos)
-        if char == "\\":
-            # A line break, maybe starred and with a [length]: a space.
-            if pos < len(text) and text[pos] == "*":
-                pos += 1
-            optional = read_optional(text, pos)
-            if optional is not None:
-                pos = optional[1]
-        replacement = TEXT_SYMBOLS.get(char, "")
-        if replacement:
-            self._out.append(replacement)
-        return pos
-
-
-@functools.lru_cache(maxsize=512)
-def _environment_end(name: str) -> re.Pattern[str]:
-    return re.compile(r"\\end\s*\{" + re.escape(name) + r"\}")
 
 
 @functools.lru_cache(maxsize=512)

@@ -27,7 +27,7 @@ def name_set(spaced: str) -> frozenset[str]:
 # --------------------------------------------------------------------------- small passes
 
 # U+E000 and U+E001 too: the converter's own block and ref marks
-# (pipelines.prepare.converter.BLOCK_MARK, REF_MARK).
+# (pipelines.prepare.latex.converter.BLOCK_MARK, REF_MARK).
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f\ufffd\ue000\ue001]")
 
 

@@ -4,7 +4,7 @@ rewrites, and the symbols and accents it turns into text."""
 from __future__ import annotations
 
 from pipelines.common.passages import CITE_PLACEHOLDER, REF_PLACEHOLDER  # noqa: F401 - re-export
-from pipelines.prepare.source import name_set
+from pipelines.prepare.latex.source import name_set
 
 SECTION_COMMANDS = frozenset({"section", "chapter", "part"})
 #: A statement's one-line summary by its authors (the Stacks Project's): kept out of the

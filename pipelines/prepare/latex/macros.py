@@ -18,8 +18,8 @@ import functools
 import re
 from dataclasses import dataclass, field
 
-from pipelines.prepare.converter import clean_inline
-from pipelines.prepare.source import (
+from pipelines.prepare.latex.converter import clean_inline
+from pipelines.prepare.latex.source import (
     CONTROL_SEQUENCE,
     Problems,
     name_set,
@@ -28,7 +28,7 @@ from pipelines.prepare.source import (
     read_optional,
     skip_spaces,
 )
-from pipelines.prepare.vocabulary import BLUEPRINT_MARKUP, SLOGAN_ENVIRONMENTS
+from pipelines.prepare.latex.vocabulary import BLUEPRINT_MARKUP, SLOGAN_ENVIRONMENTS
 
 MAX_EXPANSION_PASSES = 10
 MAX_EXPANSION_GROWTH = 4  # expanded body may be at most this many times the original (+64 KiB)

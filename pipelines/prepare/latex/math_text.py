@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from pipelines.prepare.source import name_set
+from pipelines.prepare.latex.source import name_set
 
 MATH_ROW_ENVIRONMENTS = name_set("align flalign alignat eqnarray gather xalignat xxalignat")
 MATH_ENVIRONMENTS = name_set(
