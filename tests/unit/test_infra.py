@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import configparser
 import fnmatch
+import http.server
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +33,7 @@ COMPOSE = INFRA / "docker-compose.yml"
 ENV_EXAMPLE = INFRA / ".env.example"
 K8S_GPU_TEMPLATE = INFRA / "k8s" / "gpu-job-template.json"
 K8S_TRAIN_JOB = INFRA / "k8s" / "train-job.yaml"
+K8S_QDRANT = INFRA / "k8s" / "qdrant.yaml"
 ENTRYPOINT_SCRIPT = INFRA / "worker-entrypoint.sh"
 DOCKERFILES = [INFRA / "Dockerfile", INFRA / "Dockerfile.gpu", INFRA / "mlflow" / "Dockerfile"]
 # The worker images' build context is the repository root (see docker-compose.yml).
@@ -54,6 +57,7 @@ PROJECT_SOURCE_GLOBS = [
 IMAGE_VARIABLES = {
     "postgres": {"POSTGRES_USER", "POSTGRES_PASSWORD", "POSTGRES_DB"},
     "minio/minio": {"MINIO_ROOT_USER", "MINIO_ROOT_PASSWORD"},
+    "qdrant/qdrant": {"QDRANT__TELEMETRY_DISABLED"},
 }
 
 ENV_NAME = r"[A-Z_][A-Z0-9_]*"
@@ -325,7 +329,7 @@ def test_compose_depends_on_names_existing_services() -> None:
 
 
 def test_compose_long_running_services_have_healthchecks() -> None:
-    for name in ["postgres", "minio", "mlflow", "prefect-server"]:
+    for name in ["postgres", "minio", "mlflow", "prefect-server", "qdrant"]:
         assert "healthcheck" in compose_services()[name], name
 
 
@@ -589,6 +593,111 @@ def test_k8s_train_job_names_its_gpu_count_once_and_trains_one_process_per_gpu()
     assert "nproc" not in command  # the count is the pod's GPUs, not a second number
     assert load_params(ROOT / "params.yaml").train.processes == "auto"
     assert container["envFrom"] == [{"secretRef": {"name": "mathembed-credentials"}}]
+
+
+# --- Qdrant: search.engine: qdrant ------------------------------------------------------------
+
+
+def qdrant_image_tag() -> str:
+    image = str(compose_services()["qdrant"]["image"])
+    assert re.fullmatch(r"qdrant/qdrant:v\d+\.\d+\.\d+", image), f"{image}: pin a release"
+    return image.rpartition(":v")[2]
+
+
+def test_compose_qdrant_is_the_client_s_version_where_search_engine_url_points() -> None:
+    from importlib.metadata import version
+    from urllib.parse import urlsplit
+
+    from pipelines.common.config import load_params
+
+    # The client refuses a server more than one minor version away; the same minor is safest.
+    server_minor = qdrant_image_tag().split(".")[:2]
+    assert server_minor == version("qdrant-client").split(".")[:2]
+    qdrant = compose_services()["qdrant"]
+    assert qdrant["ports"] == ["127.0.0.1:6333:6333"]
+    assert "qdrant-data:/qdrant/storage" in qdrant["volumes"]  # collections outlive the container
+    url = urlsplit(load_params(ROOT / "params.yaml").search.engine_url)
+    assert (url.hostname, url.port) == ("127.0.0.1", 6333)  # the published port, from the host
+
+
+class Readyz(http.server.BaseHTTPRequestHandler):
+    """Answers GET /readyz with the status the test sets, as Qdrant does (200 or 503)."""
+
+    status = 200
+
+    def do_GET(self) -> None:  # noqa: N802 - the name http.server calls
+        self.send_response(self.status if self.path == "/readyz" else 404)
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.mark.parametrize(("status", "healthy"), [(200, True), (503, False)])
+def test_compose_qdrant_healthcheck_asks_readyz_with_bash_alone(status: int, healthy: bool) -> None:
+    """The image has no curl or wget: the check is bash's /dev/tcp, run here against a
+    stand-in that answers /readyz on another port."""
+    test = compose_services()["qdrant"]["healthcheck"]["test"]
+    assert test[:3] == ["CMD", "bash", "-c"]
+    assert "/dev/tcp/127.0.0.1/6333" in test[3] and "/readyz" in test[3]
+    handler = type("ReadyzNow", (Readyz,), {"status": status})
+    server = http.server.HTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        script = test[3].replace("$$", "$").replace("/6333", f"/{server.server_port}")
+        result = subprocess.run(["bash", "-c", script], capture_output=True, timeout=10)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+    assert (result.returncode == 0) == healthy, result.stderr
+
+
+def k8s_qdrant() -> dict[str, dict[str, Any]]:
+    documents = list(yaml.safe_load_all(K8S_QDRANT.read_text(encoding="utf-8")))
+    by_kind = {document["kind"]: document for document in documents}
+    assert len(by_kind) == len(documents), "one document of each kind"
+    return by_kind
+
+
+def test_k8s_qdrant_is_a_statefulset_with_its_claim_behind_a_service() -> None:
+    manifest = k8s_qdrant()
+    assert set(manifest) == {"Service", "StatefulSet"}
+    service, stateful_set = manifest["Service"], manifest["StatefulSet"]
+    assert (service["apiVersion"], stateful_set["apiVersion"]) == ("v1", "apps/v1")
+    for document in (service, stateful_set):
+        assert document["metadata"]["namespace"] == "mathembed"  # beside the train Job
+    spec = stateful_set["spec"]
+    assert spec["serviceName"] == service["metadata"]["name"] == "qdrant"
+    pod_labels = spec["template"]["metadata"]["labels"]
+    assert spec["selector"]["matchLabels"] == pod_labels
+    assert service["spec"]["selector"] == pod_labels
+    assert service["spec"]["type"] == "ClusterIP"  # no API key: not outside the cluster
+    (container,) = spec["template"]["spec"]["containers"]
+    assert container["image"] == compose_services()["qdrant"]["image"]
+    (port,) = container["ports"]
+    (service_port,) = service["spec"]["ports"]
+    assert (port["containerPort"], service_port["port"]) == (6333, 6333)
+    assert service_port["targetPort"] == port["name"]
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": port["name"]}
+    assert (
+        container["resources"]["limits"]["memory"] == container["resources"]["requests"]["memory"]
+    )
+    (claim,) = spec["volumeClaimTemplates"]
+    (mount,) = container["volumeMounts"]
+    assert (mount["name"], mount["mountPath"]) == (claim["metadata"]["name"], "/qdrant/storage")
+    assert claim["spec"]["accessModes"] == ["ReadWriteOnce"]
+    assert claim["spec"]["resources"]["requests"]["storage"]
+    environment = {item["name"]: item["value"] for item in container["env"]}
+    assert environment == compose_services()["qdrant"]["environment"]
+
+
+def test_infra_readme_names_the_qdrant_service_and_manifest() -> None:
+    readme = (INFRA / "README.md").read_text(encoding="utf-8")
+    assert "`k8s/qdrant.yaml`" in readme
+    assert "| `qdrant` |" in readme
+    assert "search.engine_url" in readme
 
 
 # --- the worker entrypoint -----------------------------------------------------------------
