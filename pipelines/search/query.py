@@ -10,7 +10,7 @@ request, the hit, the corpus and how hits are printed.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from pipelines.common.lexical import DEFAULT_RANKING
 from pipelines.common.paths import Paths
 from pipelines.common.tables import TABLES
 from pipelines.search.links import paper_url, stacks_chapters
+from pipelines.search.statements import StatementRef, statements_by_passage
 
 #: The most passages one request may ask for (the page and the API alike).
 MAX_K = 100
@@ -38,30 +39,40 @@ class Hit:
     score: float
     text: str
     url: str | None = None
+    #: The statements the passage holds (or holds part of), in the paper's order.
+    statements: tuple[StatementRef, ...] = ()
 
     def as_json(self, rank: int, *, max_chars: int | None = None) -> dict[str, Any]:
-        return {"rank": rank, **asdict(self), "text": trimmed(self.text, max_chars)}
+        return {
+            "rank": rank,
+            **asdict(self),
+            "text": trimmed(self.text, max_chars),
+            "statements": [statement.as_json() for statement in self.statements],
+        }
 
 
 @dataclass(frozen=True)
 class Corpus:
-    """The passages to search (row ``i`` of ``chunks`` is row ``i`` of the index) and, per
-    paper, its title and link."""
+    """The passages to search (row ``i`` of ``chunks`` is row ``i`` of the index), per
+    paper its title and link, and per passage the statements it holds."""
 
     chunks: pd.DataFrame
     titles: dict[str, str]
     urls: dict[str, str | None]
+    statements: dict[str, tuple[StatementRef, ...]] = field(default_factory=dict)
 
     def hit(self, row: int, score: float) -> Hit:
         chunk = self.chunks.iloc[row]
         paper_id = str(chunk["paper_id"])
+        chunk_id = str(chunk["chunk_id"])
         return Hit(
-            chunk_id=str(chunk["chunk_id"]),
+            chunk_id=chunk_id,
             paper_id=paper_id,
             title=self.titles.get(paper_id, ""),
             score=float(score),
             text=str(chunk["text"]),
             url=self.urls.get(paper_id),
+            statements=self.statements.get(chunk_id, ()),
         )
 
 
@@ -96,7 +107,7 @@ def search(
     ``ranking`` ``hybrid`` (default) fuses the model's ranking with BM25's.
 
     ``from_arxiv``: the corpus came from arXiv (``ingest.source``), so papers get links.
-    Raises :class:`~pipelines.promote.errors.NoChampionError` when the alias is unset,
+    Raises :class:`~pipelines.common.registry.NoChampionError` when the alias is unset,
     ``FileNotFoundError`` when there is no corpus, ``ValueError`` for a bad request.
     """
     from pipelines.search.engine import open_engine
@@ -120,7 +131,8 @@ def corpus_dir(paths: Paths) -> Path:
 
 
 def read_corpus(paths: Paths, *, from_arxiv: bool) -> Corpus:
-    """The passages, titles and links; ``from_arxiv``: harvested from arXiv (links)."""
+    """The passages, titles, links and statements; ``from_arxiv``: harvested from arXiv
+    (links)."""
     folder = corpus_dir(paths)
     chunks_path = folder / TABLES["chunks"].file_name
     papers_path = folder / TABLES["papers"].file_name
@@ -138,12 +150,18 @@ def read_corpus(paths: Paths, *, from_arxiv: bool) -> Corpus:
     if papers_path.is_file():
         papers = io.read_parquet(papers_path)
         titles = dict(zip(papers["paper_id"].astype(str), papers["title"].astype(str), strict=True))
+    statements_path = folder / TABLES["statements"].file_name
+    statements = (
+        statements_by_passage(chunks, io.read_parquet(statements_path))
+        if statements_path.is_file()
+        else {}
+    )
     chapters = stacks_chapters(paths.mirror)
     urls = {
         paper_id: paper_url(paper_id, from_arxiv=from_arxiv, stacks_chapters=chapters)
         for paper_id in chunks["paper_id"].astype(str).unique()
     }
-    return Corpus(chunks.reset_index(drop=True), titles, urls)
+    return Corpus(chunks.reset_index(drop=True), titles, urls, statements)
 
 
 def trimmed(text: str, max_chars: int | None) -> str:

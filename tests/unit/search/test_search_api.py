@@ -75,7 +75,17 @@ def test_the_api_answers_ranked_hits_with_the_model_that_ranked_them(service: Se
     assert isinstance(answer["took_ms"], float) and answer["took_ms"] >= 0
     hits = answer["hits"]
     assert [hit["rank"] for hit in hits] == [1, 2, 3]
-    assert set(hits[0]) == {"rank", "chunk_id", "paper_id", "title", "score", "text", "url"}
+    assert set(hits[0]) == {
+        "rank",
+        "chunk_id",
+        "paper_id",
+        "title",
+        "score",
+        "text",
+        "url",
+        "statements",
+    }
+    assert hits[0]["statements"] == []  # the world has no statements table
     assert {hit["chunk_id"] for hit in hits[:2]} == {"2401.00007v1#c0000", "2401.00007v1#c0001"}
     assert hits[0]["title"] == "On the lattice" and hits[0]["url"] is None
     assert hits[0]["score"] >= hits[1]["score"] > hits[2]["score"]
