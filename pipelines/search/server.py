@@ -1,9 +1,11 @@
 """``mathembed serve-search``: the search engine over HTTP on 127.0.0.1.
 
 ``GET /api/search?q=...&k=10`` answers JSON (:meth:`SearchEngine.answer`; ``ranking=dense``
-or ``ranking=hybrid`` overrides the service's default); ``GET /?q=...`` is a plain HTML
-page (a form and the hits as a list of links: no script, no style sheet or font from
-elsewhere, every text escaped); ``GET /health`` says which model answers. A bad request
+or ``ranking=hybrid`` overrides the service's default); ``GET /?q=...`` is the HTML page
+(:mod:`pipelines.search.page`: a form and the hits, every text escaped, formulas typeset by
+KaTeX in the browser); ``GET /static/...`` serves its scripts, style sheets and fonts
+(:mod:`pipelines.search.assets`; nothing comes from elsewhere); ``GET /health`` says which
+model answers. A bad request
 (empty ``q``, ``k`` not a number in 1..100, an unknown ``ranking``) is a 400 with a JSON
 message.
 Connections are held to :class:`~pipelines.search.connections.ConnectionLimits` (a
@@ -14,7 +16,6 @@ machine, so :func:`check_bind` refuses one unless the caller allows remote clien
 
 from __future__ import annotations
 
-import html
 import ipaddress
 import json
 import logging
@@ -25,16 +26,22 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from pipelines.common.lexical import RANKINGS
+from pipelines.search.assets import CACHE_CONTROL, Asset, load_assets, not_modified
 from pipelines.search.connections import ConnectionLimits, HeadFirstHandler, PooledHTTPServer
 from pipelines.search.engine import SearchEngine
+from pipelines.search.page import (
+    DEFAULT_K,
+    NOTHING_POLICY,
+    PAGE_POLICY,
+    STATIC_PREFIX,
+    render_page,
+)
 from pipelines.search.query import MAX_K
 
 log = logging.getLogger(__name__)
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
-DEFAULT_K = 10
 #: Characters of a passage shown per hit (the API and the page alike).
 PASSAGE_CHARS = 400
 #: torch threads while serving. One short query gains nothing from a second core: on the
@@ -98,59 +105,6 @@ def parse_search(query_string: str) -> SearchRequest:
     return SearchRequest(query, k, fields.get("ranking", [""])[0] or None)
 
 
-def render_page(
-    model: Mapping[str, Any],
-    query: str = "",
-    k: int = DEFAULT_K,
-    answer: Mapping[str, Any] | None = None,
-    error: str | None = None,
-    ranking: str | None = None,
-) -> str:
-    """The search page: a form, then the hits (or the error) of ``answer``; all escaped.
-    ``ranking`` is the one the form offers first (``None``: the service's default)."""
-    esc = html.escape
-    alias = f" @{model['alias']}" if model.get("alias") else ""
-    heading = f"{model['name']} v{model['version']}{alias}"
-    parts = [
-        "<!doctype html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>{esc(query + ' – ' if query else '')}mathembed search</title>",
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        "</head><body>",
-        f"<h1>mathembed search</h1><p>Model: {esc(heading)}</p>",
-        '<form action="/" method="get" role="search">',
-        f'<input type="search" name="q" value="{esc(query)}" size="60" autofocus '
-        'aria-label="query">',
-        f'<input type="number" name="k" value="{k}" min="1" max="{MAX_K}" aria-label="passages">',
-        '<select name="ranking" aria-label="ranking">',
-        *(
-            f'<option value="{how}"{" selected" if how == ranking else ""}>{how}</option>'
-            for how in RANKINGS
-        ),
-        "</select>",
-        '<button type="submit">Search</button></form>',
-    ]
-    if error is not None:
-        parts.append(f'<p role="alert">{esc(error)}</p>')
-    elif answer is not None:
-        hits = answer["hits"]
-        parts.append(
-            f"<p>{len(hits)} passages in {answer['took_ms']:.1f} ms, "
-            f"{esc(answer['ranking'])} ranking</p><ol>"
-        )
-        for hit in hits:
-            title = esc(hit["title"] or hit["paper_id"])
-            linked = f'<a href="{esc(hit["url"])}">{title}</a>' if hit["url"] else title
-            parts.append(
-                f'<li class="hit"><p>{linked} <small>{esc(hit["paper_id"])} · '
-                f"{esc(hit['chunk_id'])} · score {hit['score']:.3f}</small></p>"
-                f"<blockquote>{esc(hit['text'])}</blockquote></li>"
-            )
-        parts.append("</ol>")
-    parts.append("</body></html>")
-    return "\n".join(parts)
-
-
 def make_server(
     engine: SearchEngine,
     host: str = DEFAULT_HOST,
@@ -158,6 +112,7 @@ def make_server(
     limits: ConnectionLimits | None = None,
 ) -> PooledHTTPServer:
     """A server bound to ``host:port`` (port 0: any free one); call ``serve_forever``."""
+    assets = load_assets()
 
     class Handler(HeadFirstHandler):
         server_version = "mathembed-search"
@@ -180,6 +135,10 @@ def make_server(
                     self._json(HTTPStatus.OK, answer)
             elif url.path == "/":
                 self._page(url.query)
+            elif url.path.startswith(STATIC_PREFIX) and (
+                asset := assets.get(url.path.removeprefix(STATIC_PREFIX))
+            ):
+                self._asset(asset)
             else:
                 self._json(HTTPStatus.NOT_FOUND, {"error": f"no page {url.path}; try /"})
 
@@ -211,19 +170,38 @@ def make_server(
                 request.query, request.k, ranking=request.ranking, max_chars=PASSAGE_CHARS
             )
 
+        def _asset(self, asset: Asset) -> None:
+            headers = {"ETag": asset.etag, "Cache-Control": CACHE_CONTROL}
+            if not_modified(asset, self.headers.get("If-None-Match")):
+                self._send(HTTPStatus.NOT_MODIFIED, asset.content_type, b"", headers)
+            else:
+                self._send(HTTPStatus.OK, asset.content_type, asset.body, headers)
+
         def _json(self, status: HTTPStatus, body: Mapping[str, Any]) -> None:
-            self._send(status, "application/json", json.dumps(body, ensure_ascii=False))
+            text = json.dumps(body, ensure_ascii=False)
+            self._send(status, "application/json", text.encode("utf-8"))
 
         def _html(self, status: HTTPStatus, page: str) -> None:
-            self._send(status, "text/html; charset=utf-8", page)
+            # The page loads its scripts, styles and fonts from here, nothing else.
+            policy = {"Content-Security-Policy": PAGE_POLICY}
+            self._send(status, "text/html; charset=utf-8", page.encode("utf-8"), policy)
 
-        def _send(self, status: HTTPStatus, content_type: str, text: str) -> None:
-            data = text.encode("utf-8")
+        def _send(
+            self,
+            status: HTTPStatus,
+            content_type: str,
+            data: bytes,
+            headers: Mapping[str, str] | None = None,
+        ) -> None:
             self.send_response(status)
             self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(data)))
-            # The page loads nothing from anywhere, not even from here.
-            self.send_header("Content-Security-Policy", "default-src 'none'; form-action 'self'")
+            if status != HTTPStatus.NOT_MODIFIED:
+                self.send_header("Content-Length", str(len(data)))
+            self.send_header("X-Content-Type-Options", "nosniff")
+            # What is not the page (JSON, an asset) loads nothing at all.
+            headers = {"Content-Security-Policy": NOTHING_POLICY, **(headers or {})}
+            for name, value in headers.items():
+                self.send_header(name, value)
             self.end_headers()
             self.wfile.write(data)
 
