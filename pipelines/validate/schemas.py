@@ -25,16 +25,14 @@ All checks are vectorised (pandas ``str`` methods, which run on Arrow strings), 
 the list columns' item checks and the concept-name check, which call Python per row of
 the small tables they live in (papers, concepts, edges).
 
-Over 500 lines on purpose: the nine models read best side by side, as one contract.
+The formats, row keys and vectorised helpers the models are built from are in
+:mod:`pipelines.validate.formats`.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
-from typing import Any
 
-import numpy as np
 import pandas as pd
 import pandera.pandas as pa
 from pandera.typing import Series
@@ -52,103 +50,21 @@ from pipelines.common.tables import (
     STATEMENT_PAIR_KINDS,
     STORED_QUERY_SETS,
 )
-
-# -- formats ----------------------------------------------------------------------------
-
-#: arXiv identifiers: new style ``2401.00001`` and old style ``math/0501001``, ``math.AG/0501001``.
-ARXIV_ID = r"(?:\d{4}\.\d{4,5}|[a-z\-]+(?:\.[A-Z]{2})?/\d{7})"
-VERSION = r"v[1-9]\d*"
-CHUNK_ID = rf"{ARXIV_ID}{VERSION}#c\d{{4,}}"
-STATEMENT_ID = rf"{ARXIV_ID}{VERSION}#s\d{{3,}}"
-QUERY_ID = r"q[0-9a-f]{12}"
-ISO_UTC = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z"
-CATEGORY = r"[a-z][a-z\-]*(?:\.[A-Za-z][A-Za-z\-]*)?"
-SHA256_HEX = r"[0-9a-f]{64}"
-
-# In text cleaned by the prepare stage ``$`` only delimits math and a literal dollar is
-# ``\$``; formatting commands are gone, so a ``\command`` outside math is markup left
-# behind. One pass: a literal ``\$`` (first alternative) or a whole ``$…$`` span is dropped.
-_OUTSIDE_MATH = r"\\\$|\$[^$]*\$"
-_COMMAND = r"\\[A-Za-z]+"
-
-# -- rows and checks --------------------------------------------------------------------
-
-#: What identifies a row (checked unique by each model's ``unique_id``).
-KEYS: Mapping[str, tuple[str, ...]] = {
-    "papers": ("paper_id",),
-    "chunks": ("chunk_id",),
-    "statements": ("statement_id",),
-    "concepts": ("name",),
-    "edges": ("source", "target", "relation"),
-    "mentions": ("concept", "chunk_id"),
-    "pairs": ("anchor", "positive"),
-    "queries": ("query_id",),
-    "qrels": ("query_id", "chunk_id"),
-}
-
-#: Checks that judge single rows; a failing row can be quarantined. Every other check is
-#: structural. Names without the ``<column>:`` prefix.
-ROW_LEVEL_CHECKS = frozenset(
-    {
-        "unique_id",
-        "non_empty",
-        "passage_length",
-        "latex_markup_share",
-        "balanced_braces",
-        "balanced_dollars",
-        "anchor_differs_from_positive",
-    }
+from pipelines.validate.formats import (
+    ARXIV_ID,
+    CATEGORY,
+    CHUNK_ID,
+    ISO_UTC,
+    QUERY_ID,
+    SHA256_HEX,
+    STATEMENT_ID,
+    first_of_each_key,
+    latex_markup_share,
+    matches,
+    non_blank,
+    string_lists,
+    unescaped_count,
 )
-
-
-def is_row_level(check: str) -> bool:
-    """Whether the check ``check`` (``column:name`` or ``name``) is a row-level one."""
-    return check.rpartition(":")[2] in ROW_LEVEL_CHECKS
-
-
-# -- vectorised helpers -----------------------------------------------------------------
-
-
-def _matches(values: pd.Series, pattern: str) -> pd.Series:
-    return values.str.fullmatch(pattern).fillna(False).astype(bool)
-
-
-def _first_of_each_key(frame: pd.DataFrame, table: str) -> pd.Series:
-    """True for the first row of each key; later rows with the same key are duplicates."""
-    return ~frame.duplicated(subset=list(KEYS[table]), keep="first")
-
-
-def _non_blank(values: pd.Series) -> pd.Series:
-    return values.str.strip().str.len() > 0
-
-
-def _string_lists(values: pd.Series, pattern: str | None, *, non_empty: bool) -> pd.Series:
-    """Each cell is a list (Parquet lists read back as numpy arrays) of matching strings."""
-    compiled = re.compile(pattern) if pattern is not None else None
-
-    def ok(cell: Any) -> bool:
-        if not isinstance(cell, list | tuple | np.ndarray) or (non_empty and len(cell) == 0):
-            return False
-        return all(
-            isinstance(item, str) and (compiled is None or compiled.fullmatch(item) is not None)
-            for item in cell
-        )
-
-    return values.map(ok).astype(bool)
-
-
-def unescaped_count(values: pd.Series, char: str) -> pd.Series:
-    """How often ``char`` occurs in each text, not counting ``\\char`` (a literal)."""
-    escaped = re.escape(char)
-    return values.str.count(escaped) - values.str.count(r"\\" + escaped)
-
-
-def latex_markup_share(values: pd.Series) -> pd.Series:
-    """Share of each text's characters that are ``\\command`` tokens outside ``$…$`` math."""
-    outside = values.str.replace(_OUTSIDE_MATH, "", regex=True)
-    markup = outside.str.len() - outside.str.replace(_COMMAND, "", regex=True).str.len()
-    return markup / values.str.len().clip(lower=1)
-
 
 # -- the models -------------------------------------------------------------------------
 
@@ -177,19 +93,19 @@ class PapersSchema(pa.DataFrameModel):
 
     @pa.check("paper_id", name="arxiv_id_format")
     def _paper_id(cls, values: pd.Series) -> pd.Series:
-        return _matches(values, ARXIV_ID)
+        return matches(values, ARXIV_ID)
 
     @pa.check("authors", name="string_list")
     def _authors(cls, values: pd.Series) -> pd.Series:
-        return _string_lists(values, None, non_empty=False)
+        return string_lists(values, None, non_empty=False)
 
     @pa.check("categories", name="category_list")
     def _categories(cls, values: pd.Series) -> pd.Series:
-        return _string_lists(values, CATEGORY, non_empty=True)
+        return string_lists(values, CATEGORY, non_empty=True)
 
     @pa.check("citing_sentences", "citing_labels", name="string_list")
     def _citing(cls, values: pd.Series) -> pd.Series:
-        return _string_lists(values, None, non_empty=False)
+        return string_lists(values, None, non_empty=False)
 
     @pa.dataframe_check(name="citing_aligned")
     def _citing_aligned(cls, frame: pd.DataFrame) -> pd.Series:
@@ -207,15 +123,15 @@ class PapersSchema(pa.DataFrameModel):
 
     @pa.check("primary_category", name="category_format")
     def _primary_category(cls, values: pd.Series) -> pd.Series:
-        return _matches(values, CATEGORY)
+        return matches(values, CATEGORY)
 
     @pa.check("published", "updated", name="iso_utc_format")
     def _times(cls, values: pd.Series) -> pd.Series:
-        return _matches(values, ISO_UTC)
+        return matches(values, ISO_UTC)
 
     @pa.check("content_hash", name="sha256_format")
     def _content_hash(cls, values: pd.Series) -> pd.Series:
-        return _matches(values, SHA256_HEX)
+        return matches(values, SHA256_HEX)
 
     @pa.dataframe_check(name="updated_not_before_published")
     def _updated(cls, frame: pd.DataFrame) -> pd.Series:
@@ -230,7 +146,7 @@ class PapersSchema(pa.DataFrameModel):
 
     @pa.dataframe_check(name="unique_id")
     def _unique(cls, frame: pd.DataFrame) -> pd.Series:
-        return _first_of_each_key(frame, "papers")
+        return first_of_each_key(frame, "papers")
 
 
 class ChunksSchema(pa.DataFrameModel):
@@ -248,11 +164,11 @@ class ChunksSchema(pa.DataFrameModel):
 
     @pa.check("chunk_id", name="chunk_id_format")
     def _chunk_id(cls, values: pd.Series) -> pd.Series:
-        return _matches(values, CHUNK_ID)
+        return matches(values, CHUNK_ID)
 
     @pa.check("paper_id", name="arxiv_id_format")
     def _paper_id(cls, values: pd.Series) -> pd.Series:
-        return _matches(values, ARXIV_ID)
+        return matches(values, ARXIV_ID)
 
     @pa.dataframe_check(name="chunk_id_spells_paper_version_index")
     def _spelled(cls, frame: pd.DataFrame) -> pd.Series:
@@ -267,7 +183,7 @@ class ChunksSchema(pa.DataFrameModel):
 
     @pa.dataframe_check(name="unique_id")
     def _unique(cls, frame: pd.DataFrame) -> pd.Series:
-        return _first_of_each_key(frame, "chunks")
+        return first_of_each_key(frame, "chunks")
 
 
 class StatementsSchema(pa.DataFrameModel):
@@ -289,20 +205,20 @@ class StatementsSchema(pa.DataFrameModel):
         strict = True
 
     @pa.check("terms", "refs", name="string_list")
-    def _string_lists(cls, values: pd.Series) -> pd.Series:
-        return _string_lists(values, None, non_empty=False)
+    def string_lists(cls, values: pd.Series) -> pd.Series:
+        return string_lists(values, None, non_empty=False)
 
     @pa.check("statement_id", name="statement_id_format")
     def _statement_id(cls, values: pd.Series) -> pd.Series:
-        return _matches(values, STATEMENT_ID)
+        return matches(values, STATEMENT_ID)
 
     @pa.check("paper_id", name="arxiv_id_format")
     def _paper_id(cls, values: pd.Series) -> pd.Series:
-        return _matches(values, ARXIV_ID)
+        return matches(values, ARXIV_ID)
 
     @pa.check("text", name="non_empty")
     def _text(cls, values: pd.Series) -> pd.Series:
-        return _non_blank(values)
+        return non_blank(values)
 
     @pa.dataframe_check(name="statement_id_spells_paper_version")
     def _spelled(cls, frame: pd.DataFrame) -> pd.Series:
@@ -311,7 +227,7 @@ class StatementsSchema(pa.DataFrameModel):
 
     @pa.dataframe_check(name="unique_id")
     def _unique(cls, frame: pd.DataFrame) -> pd.Series:
-        return _first_of_each_key(frame, "statements")
+        return first_of_each_key(frame, "statements")
 
 
 class ConceptsSchema(pa.DataFrameModel):
@@ -330,7 +246,7 @@ class ConceptsSchema(pa.DataFrameModel):
 
     @pa.check("statements", name="statement_id_list")
     def _statements(cls, values: pd.Series) -> pd.Series:
-        return _string_lists(values, STATEMENT_ID, non_empty=False)
+        return string_lists(values, STATEMENT_ID, non_empty=False)
 
     @pa.check("name", name="normalised")
     def _name(cls, values: pd.Series) -> pd.Series:
@@ -339,15 +255,15 @@ class ConceptsSchema(pa.DataFrameModel):
 
     @pa.check("aliases", name="string_list")
     def _aliases(cls, values: pd.Series) -> pd.Series:
-        return _string_lists(values, None, non_empty=False)
+        return string_lists(values, None, non_empty=False)
 
     @pa.check("papers", name="arxiv_id_list")
     def _papers(cls, values: pd.Series) -> pd.Series:
-        return _string_lists(values, ARXIV_ID, non_empty=True)
+        return string_lists(values, ARXIV_ID, non_empty=True)
 
     @pa.dataframe_check(name="unique_id")
     def _unique(cls, frame: pd.DataFrame) -> pd.Series:
-        return _first_of_each_key(frame, "concepts")
+        return first_of_each_key(frame, "concepts")
 
 
 class EdgesSchema(pa.DataFrameModel):
@@ -363,7 +279,7 @@ class EdgesSchema(pa.DataFrameModel):
 
     @pa.check("papers", name="arxiv_id_list")
     def _papers(cls, values: pd.Series) -> pd.Series:
-        return _string_lists(values, ARXIV_ID, non_empty=True)
+        return string_lists(values, ARXIV_ID, non_empty=True)
 
     @pa.dataframe_check(name="no_self_loop")
     def _no_self_loop(cls, frame: pd.DataFrame) -> pd.Series:
@@ -371,7 +287,7 @@ class EdgesSchema(pa.DataFrameModel):
 
     @pa.dataframe_check(name="unique_id")
     def _unique(cls, frame: pd.DataFrame) -> pd.Series:
-        return _first_of_each_key(frame, "edges")
+        return first_of_each_key(frame, "edges")
 
 
 class MentionsSchema(pa.DataFrameModel):
@@ -387,15 +303,15 @@ class MentionsSchema(pa.DataFrameModel):
 
     @pa.check("chunk_id", name="chunk_id_format")
     def _chunk_id(cls, values: pd.Series) -> pd.Series:
-        return _matches(values, CHUNK_ID)
+        return matches(values, CHUNK_ID)
 
     @pa.check("paper_id", name="arxiv_id_format")
     def _paper_id(cls, values: pd.Series) -> pd.Series:
-        return _matches(values, ARXIV_ID)
+        return matches(values, ARXIV_ID)
 
     @pa.dataframe_check(name="unique_id")
     def _unique(cls, frame: pd.DataFrame) -> pd.Series:
-        return _first_of_each_key(frame, "mentions")
+        return first_of_each_key(frame, "mentions")
 
 
 class PairsSchema(pa.DataFrameModel):
@@ -415,21 +331,21 @@ class PairsSchema(pa.DataFrameModel):
 
     @pa.check("anchor", "positive", name="non_empty")
     def _texts(cls, values: pd.Series) -> pd.Series:
-        return _non_blank(values)
+        return non_blank(values)
 
     @pa.dataframe_check(name="positive_id_matches_kind")
     def _positive_id(cls, frame: pd.DataFrame) -> pd.Series:
         # A statement, proof or citation pair's positive is a statement (or its proof);
         # every other kind's is a chunk.
         is_statement = frame["kind"].isin(STATEMENT_PAIR_KINDS)
-        return _matches(frame["positive_id"], STATEMENT_ID).where(
-            is_statement, _matches(frame["positive_id"], CHUNK_ID)
+        return matches(frame["positive_id"], STATEMENT_ID).where(
+            is_statement, matches(frame["positive_id"], CHUNK_ID)
         )
 
     @pa.dataframe_check(name="negative_is_a_chunk_other_than_the_positive")
     def _negative(cls, frame: pd.DataFrame) -> pd.Series:
         none = (frame["negative_id"] == "") & (frame["negative"] == "")
-        chunk = _matches(frame["negative_id"], CHUNK_ID) & (frame["negative"].str.strip() != "")
+        chunk = matches(frame["negative_id"], CHUNK_ID) & (frame["negative"].str.strip() != "")
         return none | (chunk & (frame["negative_id"] != frame["positive_id"]))
 
     @pa.dataframe_check(name="anchor_differs_from_positive")
@@ -440,7 +356,7 @@ class PairsSchema(pa.DataFrameModel):
 
     @pa.dataframe_check(name="unique_id")
     def _unique(cls, frame: pd.DataFrame) -> pd.Series:
-        return _first_of_each_key(frame, "pairs")
+        return first_of_each_key(frame, "pairs")
 
 
 class QueriesSchema(pa.DataFrameModel):
@@ -457,19 +373,19 @@ class QueriesSchema(pa.DataFrameModel):
 
     @pa.check("exclude", name="chunk_id_list")
     def _exclude(cls, values: pd.Series) -> pd.Series:
-        return _string_lists(values, CHUNK_ID, non_empty=False)
+        return string_lists(values, CHUNK_ID, non_empty=False)
 
     @pa.check("query_id", name="query_id_format")
     def _query_id(cls, values: pd.Series) -> pd.Series:
-        return _matches(values, QUERY_ID)
+        return matches(values, QUERY_ID)
 
     @pa.check("text", name="non_empty")
     def _text(cls, values: pd.Series) -> pd.Series:
-        return _non_blank(values)
+        return non_blank(values)
 
     @pa.dataframe_check(name="unique_id")
     def _unique(cls, frame: pd.DataFrame) -> pd.Series:
-        return _first_of_each_key(frame, "queries")
+        return first_of_each_key(frame, "queries")
 
 
 class QrelsSchema(pa.DataFrameModel):
@@ -485,15 +401,15 @@ class QrelsSchema(pa.DataFrameModel):
 
     @pa.check("query_id", name="query_id_format")
     def _query_id(cls, values: pd.Series) -> pd.Series:
-        return _matches(values, QUERY_ID)
+        return matches(values, QUERY_ID)
 
     @pa.check("chunk_id", name="chunk_id_format")
     def _chunk_id(cls, values: pd.Series) -> pd.Series:
-        return _matches(values, CHUNK_ID)
+        return matches(values, CHUNK_ID)
 
     @pa.dataframe_check(name="unique_id")
     def _unique(cls, frame: pd.DataFrame) -> pd.Series:
-        return _first_of_each_key(frame, "qrels")
+        return first_of_each_key(frame, "qrels")
 
 
 MODELS: Mapping[str, type[pa.DataFrameModel]] = {

@@ -20,7 +20,7 @@ collected), and the policy is:
   passages, :mod:`pipelines.validate.balance`); and the evaluation set's shape (fewer
   than ``min_queries`` queries, a query with more than ``max_query_relevant_share`` of
   the corpus relevant, :mod:`pipelines.validate.eval_shape`).
-* **row-level** failures (:data:`pipelines.validate.schemas.ROW_LEVEL_CHECKS`: passage
+* **row-level** failures (:data:`pipelines.validate.formats.ROW_LEVEL_CHECKS`: passage
   length, leftover LaTeX markup, empty anchors or texts, an anchor equal to its positive,
   duplicate ids) are quarantined when at most ``max_row_failure_fraction`` of a table's
   rows fail them, and stop the run otherwise. Removing a row keeps the tables whole:
@@ -58,8 +58,9 @@ from pipelines.common import io
 from pipelines.common.config import ValidateParams
 from pipelines.common.paths import Paths
 from pipelines.common.tables import TABLES, write_table
-from pipelines.validate import balance, eval_shape, per_paper, schemas
+from pipelines.validate import balance, eval_shape, formats, per_paper, schemas
 from pipelines.validate.leakage import leakage_masks
+from pipelines.validate.outcome import CheckFailure, TableOutcome, ValidationError, ValidationResult
 from pipelines.validate.references import REFERENCES
 
 if TYPE_CHECKING:
@@ -73,91 +74,6 @@ INCOMPLETE = (
     "validate was interrupted before the data-quality report was complete; rerun mathembed validate"
 )
 VALUE_CHARS = 60
-
-
-# -- failures ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class CheckFailure:
-    """One check that failed on one table: how many rows, and a few of them."""
-
-    table: str
-    check: str
-    rows: int
-    examples: tuple[str, ...] = ()
-    note: str = ""
-
-    def __str__(self) -> str:
-        head = f"[{self.table}] {self.check}: {self.rows} row(s) fail"
-        lines = [f"{head}; {self.note}" if self.note else head]
-        lines.extend(f"    {example}" for example in self.examples)
-        return "\n".join(lines)
-
-
-class ValidationError(Exception):
-    """The data breaks the contract; nothing was written. ``failures`` says where."""
-
-    def __init__(self, failures: Sequence[CheckFailure]) -> None:
-        self.failures = tuple(failures)
-        stages = sorted({TABLES[f.table].stage for f in self.failures if f.table in TABLES})
-        fix = ", ".join(f"mathembed {stage}" for stage in stages)
-        lines = [f"validation failed: {len(self.failures)} check(s); nothing was written"]
-        lines.extend(str(failure) for failure in self.failures)
-        lines.append(f"fix the data or the stage that writes it ({fix}), then rerun validate")
-        super().__init__("\n".join(lines))
-
-    def checks(self) -> set[tuple[str, str]]:
-        """``(table, check)`` of every failure, for callers that branch on them."""
-        return {(failure.table, failure.check) for failure in self.failures}
-
-
-# -- results ----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class TableOutcome:
-    """One table's counts: ``rows_in == kept + quarantined``; failed rows per check."""
-
-    rows_in: int
-    kept: int
-    quarantined: int
-    quarantined_by_check: dict[str, int]
-    checks: dict[str, dict[str, int]]
-    papers_quarantined_whole: tuple[str, ...] = ()  # pipelines.validate.per_paper
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "rows_in": self.rows_in,
-            "kept": self.kept,
-            "quarantined": self.quarantined,
-            "quarantined_by_check": self.quarantined_by_check,
-            "checks": self.checks,
-            "papers_quarantined_whole": list(self.papers_quarantined_whole),
-        }
-
-
-@dataclass(frozen=True)
-class ValidationResult:
-    """What :func:`validate_tables` returns: the tables to keep, the rows set aside, counts."""
-
-    kept: dict[str, pd.DataFrame]
-    quarantined: dict[str, pd.DataFrame]
-    tables: dict[str, TableOutcome]
-    max_row_failure_fraction: float
-    eval_set: dict[str, Any] = field(default_factory=dict)  # eval_shape.figures
-
-    def metrics(self) -> dict[str, Any]:
-        totals = {
-            key: sum(getattr(outcome, key) for outcome in self.tables.values())
-            for key in ("rows_in", "kept", "quarantined")
-        }
-        return {
-            "max_row_failure_fraction": self.max_row_failure_fraction,
-            "tables": {table: outcome.as_dict() for table, outcome in self.tables.items()},
-            "totals": totals,
-            "eval_set": self.eval_set,
-        }
 
 
 @dataclass(frozen=True)
@@ -244,12 +160,12 @@ def _classify(
     index = None
     if isinstance(cases, pd.DataFrame) and "index" in cases.columns:
         index = pd.Index(cases["index"].dropna().unique())
-    if index is not None and schemas.is_row_level(key):
+    if index is not None and formats.is_row_level(key):
         found.rows[key] = found.rows[key].union(index) if key in found.rows else index
         return
     column = error.column_name
     if index is not None and index.isin(frame.index).all():
-        columns = [*schemas.KEYS[table], *([column] if column in frame.columns else [])]
+        columns = [*formats.KEYS[table], *([column] if column in frame.columns else [])]
         examples = _render(frame, index, columns)
         rows = len(index)
     else:
@@ -286,7 +202,7 @@ def _integrity(
                     reference.table,
                     reference.name,
                     len(index),
-                    _render(child, index, [*schemas.KEYS[reference.table], *reference.columns]),
+                    _render(child, index, [*formats.KEYS[reference.table], *reference.columns]),
                     note,
                 )
             )
@@ -456,7 +372,7 @@ def validate_tables(tables: Mapping[str, pd.DataFrame], params: ValidateParams) 
                 note += f"; most in paper(s) {worst}"
             if set_aside[table]:
                 note += f"; set aside whole before counting: {', '.join(set_aside[table])}"
-            columns = [*schemas.KEYS[table], per_paper.PAPER_COLUMN]  # _render shows those present
+            columns = [*formats.KEYS[table], per_paper.PAPER_COLUMN]  # _render shows those present
             failures.append(
                 CheckFailure(
                     table, THRESHOLD_CHECK, len(failing), _render(frame, failing, columns), note
@@ -483,11 +399,11 @@ def validate_tables(tables: Mapping[str, pd.DataFrame], params: ValidateParams) 
         quarantined[table] = frames[table].loc[label.index].assign(**{FAILED_CHECK: label})
         row_counts = {check: len(index) for check, index in found[table].rows.items()}
         checks = {
-            "schema": {name: 0 for name in found[table].ran if not schemas.is_row_level(name)},
+            "schema": {name: 0 for name in found[table].ran if not formats.is_row_level(name)},
             "row_level": {
                 name: row_counts.get(name, 0)
                 for name in found[table].ran
-                if schemas.is_row_level(name)
+                if formats.is_row_level(name)
             },
             "integrity": {
                 name: count for (child, name), count in integrity_counts.items() if child == table

@@ -20,7 +20,7 @@ from pipelines.common.tables import (
     TABLES,
     write_table,
 )
-from pipelines.validate import schemas
+from pipelines.validate import formats, schemas
 from pipelines.validate.references import REFERENCES
 
 PARAMS = ValidateParams()
@@ -273,11 +273,11 @@ def test_row_level_names_are_checks_the_schemas_run() -> None:
         for table in TABLES
         for name in schemas.check_names(schemas.table_schema(table, PARAMS))
     }
-    assert ran >= schemas.ROW_LEVEL_CHECKS
-    assert schemas.is_row_level("text:passage_length")
-    assert schemas.is_row_level("unique_id")
-    assert not schemas.is_row_level("paper_id:arxiv_id_format")
-    assert not schemas.is_row_level("version:dtype")
+    assert ran >= formats.ROW_LEVEL_CHECKS
+    assert formats.is_row_level("text:passage_length")
+    assert formats.is_row_level("unique_id")
+    assert not formats.is_row_level("paper_id:arxiv_id_format")
+    assert not formats.is_row_level("version:dtype")
 
 
 # -- id formats -------------------------------------------------------------------------
@@ -486,7 +486,7 @@ def test_passage_bounds_come_from_params() -> None:
     ],
 )
 def test_latex_markup_share_counts_commands_outside_math(text: str, share: float) -> None:
-    assert schemas.latex_markup_share(pd.Series([text], dtype="str")).iloc[0] == pytest.approx(
+    assert formats.latex_markup_share(pd.Series([text], dtype="str")).iloc[0] == pytest.approx(
         share
     )
 
@@ -538,8 +538,8 @@ def test_markup_threshold_comes_from_params() -> None:
 
 def test_unescaped_count() -> None:
     texts = pd.Series(["$a$ \\$ $b$", "{\\{}", ""], dtype="str")
-    assert schemas.unescaped_count(texts, "$").tolist() == [4, 0, 0]
-    assert schemas.unescaped_count(texts, "{").tolist() == [0, 1, 0]
+    assert formats.unescaped_count(texts, "$").tolist() == [4, 0, 0]
+    assert formats.unescaped_count(texts, "{").tolist() == [0, 1, 0]
 
 
 # -- references -------------------------------------------------------------------------

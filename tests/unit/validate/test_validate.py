@@ -37,7 +37,7 @@ from pipelines.ingest.sample.server import MirrorServer
 from pipelines.ingest.stage import ArxivClient, run_ingest
 from pipelines.pairs.stage import run_pairs
 from pipelines.prepare.stage import run_prepare
-from pipelines.validate import schemas
+from pipelines.validate import formats
 from pipelines.validate.stage import (
     FAILED_CHECK,
     ValidationError,
@@ -617,7 +617,7 @@ def test_quarantine_arithmetic_over_every_table(data: Tables) -> None:
     assert_counts_add_up(result, data)
     assert sum(outcome.quarantined for outcome in result.tables.values()) > 5
     for table in TABLES:
-        key = list(schemas.KEYS[table])
+        key = list(formats.KEYS[table])
         together = pd.concat(
             [result.kept[table], result.quarantined[table].drop(columns=FAILED_CHECK)]
         )
