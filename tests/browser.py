@@ -33,9 +33,11 @@ def render(
     *,
     window: str = "1280,2000",
     localhost: bool = False,
+    console: list[str] | None = None,
 ) -> str:
     """The DOM of ``url`` after loading in headless Chromium, offline but for 127.0.0.1
-    when ``localhost``."""
+    when ``localhost``; ``console`` gets the page's console messages (a script's logs, the
+    Content-Security-Policy's refusals)."""
     resolver = "MAP * ~NOTFOUND" + (", EXCLUDE 127.0.0.1" if localhost else "")
     command = [
         chromium(),
@@ -51,7 +53,11 @@ def render(
     ]
     if screenshot is not None:
         command.append(f"--screenshot={screenshot}")
+    if console is not None:  # Chromium logs them as "...:INFO:CONSOLE:<line>] <message>"
+        command += ["--enable-logging=stderr", "--v=0"]
     command.append(url)
     completed = subprocess.run(command, capture_output=True, text=True, timeout=60)
     assert completed.returncode == 0, completed.stderr[-2000:]
+    if console is not None:
+        console += [line for line in completed.stderr.splitlines() if ":CONSOLE" in line]
     return completed.stdout
