@@ -15,7 +15,7 @@ STAMP_DEV := $(VENV)/.stamp-dev
 STAMP_BENCH := $(VENV)/.stamp-bench
 CARGO_TOML := metrics_rs/Cargo.toml
 CARGO_MANIFEST := --manifest-path $(CARGO_TOML)
-PY_SOURCES := pipelines flows tests benchmarks
+PY_SOURCES := pipelines flows tests benchmarks docs/hooks
 
 # Offline / no-telemetry switches: defined once in pipelines/common/offline.env (which
 # pipelines.common.offline also reads). `?=` keeps a value already set in the environment,
@@ -28,7 +28,7 @@ OFFLINE_KEYS := $(foreach line,$(OFFLINE_LINES),$(call offline_key,$(line)))
 $(foreach line,$(OFFLINE_LINES),$(eval $(call offline_key,$(line)) ?= $(call offline_value,$(line))))
 export $(OFFLINE_KEYS)
 
-.PHONY: help venv build test demo repro bench fmt clean distclean rust-tools browser offline-env services services-down pools
+.PHONY: help venv build test docs demo repro bench fmt clean distclean rust-tools browser offline-env services services-down pools
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## /  make \1\t/' | expand -t 22
@@ -74,6 +74,12 @@ test: rust-tools browser build ## Rust fmt/clippy/tests, ruff, mypy, stubtest, p
 	$(VPY) -m mypy pipelines flows
 	$(VPY) -m mypy.stubtest metrics_rs
 	$(VPY) -m pytest
+
+# The manual (docs/, mkdocs.yml), offline: open site/index.html. `make test` builds it too,
+# in strict mode, in tests/unit/test_docs.py. NO_MKDOCS_2_WARNING: Material's banner about
+# MkDocs 2.0, which this pinned MkDocs 1.6 site does not use.
+docs: $(STAMP_DEV) ## build the docs site offline into site/ (mkdocs build --strict)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 # dvc.yaml's commands say `python -m ...`: the venv goes first on PATH so they use it.
 repro: build ## run the pipeline (dvc repro: data, validate, train, evaluate) on the sample mirror, offline
@@ -122,7 +128,7 @@ offline-env: ## print the offline switches as the recipes see them
 clean: ## remove build outputs (cargo target, built .so) and tool caches (keeps .venv)
 	cargo clean $(CARGO_MANIFEST)
 	rm -f metrics_rs/python/metrics_rs/_metrics_rs.*.so
-	rm -rf .mypy_cache .ruff_cache .pytest_cache .hypothesis build *.egg-info
+	rm -rf .mypy_cache .ruff_cache .pytest_cache .hypothesis build *.egg-info site
 	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
 
 distclean: clean ## clean, and remove .venv too
