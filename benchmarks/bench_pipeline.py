@@ -8,7 +8,7 @@ numbers recorded next to the machine they were measured on
 What is run, in a scratch data root (``--workdir``, default a temporary folder; never the
 repository's ``data/``), with the repository's ``params.yaml`` (``--params``):
 
-1. **sample**: :func:`pipelines.ingest.sample.generator.generate_mirror` writes a mirror of
+1. **sample**: :func:`pipelines.dev.synthetic.generate_mirror` writes a mirror of
    ``--papers`` papers plus ``--new-fraction`` (1 %) more, once.
 2. **full run** at a cut-off time: the mirror server (:class:`MirrorServer`, 127.0.0.1)
    is told ``now`` = the first-submission time of the last paper of the ``--papers``
@@ -139,7 +139,7 @@ def _stage_call(job: StageJob) -> Callable[[], dict[str, Any]]:
     params = load_params(Path(job.params_file))
     paths = Paths(Path(job.root))
     if job.stage == "sample":
-        from pipelines.ingest.sample.generator import generate_mirror
+        from pipelines.dev.synthetic import generate_mirror
 
         start = dt.date.fromisoformat(params.sample.start_date)
         end = dt.date.fromisoformat(params.sample.end_date)

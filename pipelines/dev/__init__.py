@@ -1,1 +1,2 @@
-"""Developer tools: local services (moto S3, MLflow, Prefect) and the run summary."""
+"""Developer tools: local services (moto S3, MLflow, Prefect), the run summary and the
+synthetic sample (:mod:`.synthetic`)."""

@@ -68,7 +68,7 @@ from pipelines.ingest.arxiv.atom import (
 )
 from pipelines.ingest.arxiv.client import ArxivClient, ArxivError, Eprint
 from pipelines.ingest.progress import HarvestProgress, harvest_target
-from pipelines.ingest.sample.manifest import ENTRIES_FILE
+from pipelines.ingest.sample.layout import ENTRIES_FILE
 
 logger = logging.getLogger(__name__)
 

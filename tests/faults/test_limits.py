@@ -24,8 +24,8 @@ from pipelines import cli
 from pipelines.common import io
 from pipelines.common.config import IngestParams
 from pipelines.common.paths import RAW_META_FILE, Paths
+from pipelines.dev.synthetic import generate_mirror
 from pipelines.ingest.arxiv.client import ArxivClient, build_user_agent
-from pipelines.ingest.sample.generator import generate_mirror
 from pipelines.ingest.sample.server import MirrorServer
 from pipelines.ingest.stage import (
     COUNT_KEYS,

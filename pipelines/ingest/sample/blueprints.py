@@ -30,7 +30,6 @@ the default ``ingest.categories``, and ``mathembed sample`` says so.
 from __future__ import annotations
 
 import hashlib
-import json
 import posixpath
 import re
 from collections.abc import Mapping, Sequence
@@ -42,14 +41,16 @@ from typing import Any
 from pipelines.common.io import read_json
 from pipelines.ingest.arxiv.archive import strip_comment
 from pipelines.ingest.sample.corpus import latex_to_plain, plain_summary, spread_times
-from pipelines.ingest.sample.generator.build import built_in_staging, iso_time
-from pipelines.ingest.sample.generator.packaging import tar_gz
-from pipelines.ingest.sample.manifest import (
+from pipelines.ingest.sample.layout import (
     CONTENT_TYPE_TAR,
-    ENTRIES_FILE,
     EPRINT_DIR,
     MANIFEST_FILE,
-    eprint_name,
+    built_in_staging,
+    iso_time,
+    listing_line,
+    tar_gz,
+    write_eprint,
+    write_index,
 )
 
 CORPUS = "blueprints"
@@ -444,11 +445,13 @@ def _write_mirror(
             (chapter, raw),
             (LICENSE, (project_dir / LICENSE).read_bytes()),
         ]
-        name = eprint_name(identifier, 1)
-        (eprints / name).write_bytes(tar_gz(members, int(moment.timestamp())))
-        sidecar = {"content_type": CONTENT_TYPE_TAR, "encoding": "gzip"}
-        (eprints / f"{name}.json").write_text(
-            json.dumps(sidecar, sort_keys=True) + "\n", encoding="utf-8"
+        eprint = write_eprint(
+            eprints,
+            identifier,
+            1,
+            tar_gz(members, int(moment.timestamp())),
+            CONTENT_TYPE_TAR,
+            "gzip",
         )
         categories = CATEGORIES.get(project.folder, OTHER_CATEGORIES)
         origin = f"https://{project.repository}" if project.repository else project.folder
@@ -468,7 +471,7 @@ def _write_mirror(
             "comment": f"{chapter} of the blueprint {project.title!r} ({origin}{at}), {LICENCE}",
             "withdrawn": False,
         }
-        entries.append(json.dumps(entry, ensure_ascii=False, sort_keys=True))
+        entries.append(listing_line(entry))
         records.append(
             BlueprintRecord(
                 paper_id=identifier,
@@ -478,7 +481,7 @@ def _write_mirror(
                 chapter_sha256=hashlib.sha256(raw).hexdigest(),
                 title=title,
                 updated=iso_time(moment),
-                eprint=f"{EPRINT_DIR}/{name}",
+                eprint=eprint,
                 content_type=CONTENT_TYPE_TAR,
                 encoding="gzip",
                 main_file=MAIN_FILE,
@@ -488,12 +491,8 @@ def _write_mirror(
                 licence=LICENCE,
             )
         )
-    (folder / ENTRIES_FILE).write_text("\n".join(entries) + "\n", encoding="utf-8")
     manifest = BlueprintManifest(start.isoformat(), end.isoformat(), tuple(records))
-    (folder / MANIFEST_FILE).write_text(
-        json.dumps(manifest.to_json(), indent=1, sort_keys=True, ensure_ascii=False) + "\n",
-        encoding="utf-8",
-    )
+    write_index(folder, entries, manifest.to_json())
     return manifest
 
 

@@ -20,9 +20,9 @@ from pipelines.common.cli import (
 )
 
 if TYPE_CHECKING:
+    from pipelines.dev.synthetic.manifest import Manifest
     from pipelines.ingest.sample.blueprints import BlueprintManifest
     from pipelines.ingest.sample.corpus import CorpusManifest
-    from pipelines.ingest.sample.manifest import Manifest
 
 MirrorOption = Annotated[
     Path | None,
@@ -93,7 +93,8 @@ def sample(
         began = time.perf_counter()
         try:
             if chosen == "synthetic":
-                from pipelines.ingest.sample.generator import generate_mirror
+                # A developer tool (test and scale data), loaded only when asked for.
+                from pipelines.dev.synthetic import generate_mirror
 
                 manifest = generate_mirror(
                     out_dir,

@@ -1,7 +1,7 @@
 """The demo's real corpus as an arXiv-protocol mirror: one paper per Stacks Project chapter.
 
-``build_corpus_mirror(out_dir, corpus_dir)`` writes the same layout as the synthetic
-generator (:mod:`pipelines.ingest.sample.generator`), so the same
+``build_corpus_mirror(out_dir, corpus_dir)`` writes the layout every mirror shares
+(:mod:`pipelines.ingest.sample.layout`), so
 :class:`~pipelines.ingest.sample.server.MirrorServer` serves it and ``mathembed ingest``
 fetches it over HTTP exactly as from arXiv:
 
@@ -28,7 +28,6 @@ each chapter's ``\\input{chapters}`` as an unresolved include.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import unicodedata
 from collections.abc import Mapping, Sequence
@@ -38,14 +37,16 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.common.io import read_json
-from pipelines.ingest.sample.generator.build import built_in_staging, iso_time
-from pipelines.ingest.sample.generator.packaging import tar_gz
-from pipelines.ingest.sample.manifest import (
+from pipelines.ingest.sample.layout import (
     CONTENT_TYPE_TAR,
-    ENTRIES_FILE,
     EPRINT_DIR,
     MANIFEST_FILE,
-    eprint_name,
+    built_in_staging,
+    iso_time,
+    listing_line,
+    tar_gz,
+    write_eprint,
+    write_index,
 )
 
 CORPUS = "stacks-project"
@@ -314,13 +315,13 @@ def _write_corpus_mirror(
         tex = raw.decode("utf-8", errors="replace")
         stem = chapter.removesuffix(".tex")
         title = chapter_title(tex, fallback=stem)
-        name = eprint_name(paper_id, 1)
-        (eprints / name).write_bytes(
-            package_chapter(chapter, raw, preamble, int(moment.timestamp()))
-        )
-        sidecar = {"content_type": CONTENT_TYPE_TAR, "encoding": "gzip"}
-        (eprints / f"{name}.json").write_text(
-            json.dumps(sidecar, sort_keys=True) + "\n", encoding="utf-8"
+        eprint = write_eprint(
+            eprints,
+            paper_id,
+            1,
+            package_chapter(chapter, raw, preamble, int(moment.timestamp())),
+            CONTENT_TYPE_TAR,
+            "gzip",
         )
         entry = {
             "paper_id": paper_id,
@@ -335,7 +336,7 @@ def _write_corpus_mirror(
             "comment": f"Chapter {stem} of the Stacks Project ({STACKS_URL}), GNU FDL 1.2",
             "withdrawn": False,
         }
-        entries.append(json.dumps(entry, ensure_ascii=False, sort_keys=True))
+        entries.append(listing_line(entry))
         records.append(
             ChapterRecord(
                 paper_id=paper_id,
@@ -344,17 +345,13 @@ def _write_corpus_mirror(
                 chapter_sha256=hashlib.sha256(raw).hexdigest(),
                 title=title,
                 updated=iso_time(moment),
-                eprint=f"{EPRINT_DIR}/{name}",
+                eprint=eprint,
                 content_type=CONTENT_TYPE_TAR,
                 encoding="gzip",
                 main_file=chapter,
                 files=(chapter, PREAMBLE),
             )
         )
-    (folder / ENTRIES_FILE).write_text("\n".join(entries) + "\n", encoding="utf-8")
     manifest = CorpusManifest(CORPUS, start.isoformat(), end.isoformat(), tuple(records))
-    (folder / MANIFEST_FILE).write_text(
-        json.dumps(manifest.to_json(), indent=1, sort_keys=True, ensure_ascii=False) + "\n",
-        encoding="utf-8",
-    )
+    write_index(folder, entries, manifest.to_json())
     return manifest

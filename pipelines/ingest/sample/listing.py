@@ -17,7 +17,7 @@ from functools import cached_property
 from pathlib import Path
 from xml.sax.saxutils import escape, quoteattr
 
-from pipelines.ingest.sample.manifest import ENTRIES_FILE
+from pipelines.ingest.sample.layout import ENTRIES_FILE
 
 MAX_RESULTS_LIMIT = 2000
 DEFAULT_MAX_RESULTS = 10

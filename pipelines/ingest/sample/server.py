@@ -1,6 +1,6 @@
 """An HTTP server on 127.0.0.1 that serves a sample mirror the way arXiv serves papers.
 
-``MirrorServer(mirror_dir)`` reads a mirror written by :mod:`pipelines.ingest.sample.generator`
+``MirrorServer(mirror_dir)`` reads a mirror (:mod:`pipelines.ingest.sample.layout`)
 and answers, in a daemon thread, exactly the requests ``ingest`` makes of arXiv, so the
 same client code is tested over real HTTP. It is a context manager (or ``start()`` /
 ``stop()``); ``base_url`` is ``http://127.0.0.1:<port>``.
@@ -82,6 +82,7 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from pipelines.common.io import read_json, safe_name
+from pipelines.ingest.sample.layout import EPRINT_DIR
 from pipelines.ingest.sample.listing import (
     PAPER_ID,
     QueryError,
@@ -93,7 +94,6 @@ from pipelines.ingest.sample.listing import (
     run_query,
     visible_versions,
 )
-from pipelines.ingest.sample.manifest import EPRINT_DIR
 
 _LOG = logging.getLogger(__name__)
 

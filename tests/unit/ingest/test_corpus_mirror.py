@@ -21,6 +21,7 @@ from pipelines.common import io as common_io
 from pipelines.common.config import ConfigError, IngestParams, SampleParams, load_params
 from pipelines.common.io import safe_name
 from pipelines.common.paths import RAW_META_FILE, RAW_SOURCE_FILE, Paths
+from pipelines.dev.synthetic.manifest import load_manifest
 from pipelines.ingest.arxiv.atom import parse_paper_id
 from pipelines.ingest.sample.corpus import (
     AUTHORS,
@@ -37,7 +38,7 @@ from pipelines.ingest.sample.corpus import (
     load_corpus_manifest,
     spread_times,
 )
-from pipelines.ingest.sample.manifest import load_manifest, mirror_corpus
+from pipelines.ingest.sample.layout import mirror_corpus
 from pipelines.ingest.stage import run_from_source, version_folder
 from pipelines.validate.schemas import ARXIV_ID
 

@@ -12,6 +12,7 @@ import pytest
 
 from pipelines.common.config import IngestParams
 from pipelines.common.paths import Paths
+from pipelines.dev.synthetic import generate_mirror
 from pipelines.ingest.arxiv.client import ArxivClient
 from pipelines.ingest.progress import (
     HarvestProgress,
@@ -19,7 +20,6 @@ from pipelines.ingest.progress import (
     progress_line,
     time_left,
 )
-from pipelines.ingest.sample.generator import generate_mirror
 from pipelines.ingest.sample.server import MirrorServer
 from pipelines.ingest.stage import run_ingest
 

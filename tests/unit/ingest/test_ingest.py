@@ -26,6 +26,8 @@ from pipelines.common import io
 from pipelines.common.config import IngestParams
 from pipelines.common.paths import RAW_META_FILE as META_FILE
 from pipelines.common.paths import Paths
+from pipelines.dev.synthetic import generate_mirror
+from pipelines.dev.synthetic.manifest import Manifest, VersionRecord, load_manifest
 from pipelines.ingest.arxiv.atom import Entry, Feed, RejectedEntry, parse_timestamp
 from pipelines.ingest.arxiv.client import (
     CONTACT_ENV,
@@ -37,8 +39,6 @@ from pipelines.ingest.arxiv.client import (
     parse_retry_after,
     user_agent_for,
 )
-from pipelines.ingest.sample.generator import generate_mirror
-from pipelines.ingest.sample.manifest import Manifest, VersionRecord, load_manifest
 from pipelines.ingest.sample.server import MirrorServer
 from pipelines.ingest.stage import (
     is_stored,

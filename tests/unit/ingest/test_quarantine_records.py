@@ -17,8 +17,8 @@ import pytest
 from pipelines.common import io
 from pipelines.common.config import IngestParams
 from pipelines.common.paths import Paths
+from pipelines.dev.synthetic import generate_mirror
 from pipelines.ingest.arxiv.client import ArxivClient, build_user_agent
-from pipelines.ingest.sample.generator import generate_mirror
 from pipelines.ingest.sample.server import MirrorServer
 from pipelines.ingest.stage import rejected_for_good, run_ingest
 

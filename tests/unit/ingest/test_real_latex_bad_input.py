@@ -23,7 +23,7 @@ from pipelines.ingest.sample.corpus import (
     CorpusManifest,
     build_corpus_mirror,
 )
-from pipelines.ingest.sample.generator.packaging import tar_gz
+from pipelines.ingest.sample.layout import tar_gz
 from pipelines.ingest.stage import COUNT_KEYS, archive_limits, run_from_source, version_folder
 
 CORPUS = REPO / CORPUS_DIR

@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 import requests
 
-from pipelines.ingest.sample.generator import generate_mirror
+from pipelines.dev.synthetic import generate_mirror
+from pipelines.dev.synthetic.manifest import PDF_ONLY, TEX_GZ, TEX_TAR, WITHDRAWN, Manifest
 from pipelines.ingest.sample.listing import (
     QueryError,
     format_time,
@@ -24,7 +25,6 @@ from pipelines.ingest.sample.listing import (
     parse_time,
     run_query,
 )
-from pipelines.ingest.sample.manifest import PDF_ONLY, TEX_GZ, TEX_TAR, WITHDRAWN, Manifest
 from pipelines.ingest.sample.server import MirrorServer
 
 ATOM = "{http://www.w3.org/2005/Atom}"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from pipelines.common.io import write_json
 from pipelines.ingest.sample.corpus import ChapterRecord, CorpusManifest
-from pipelines.ingest.sample.manifest import MANIFEST_FILE
+from pipelines.ingest.sample.layout import MANIFEST_FILE
 from pipelines.search.links import STACKS_SOURCE, paper_url, stacks_chapters
 
 CHAPTERS = {"stacks/2607001": "categories.tex", "stacks/2607002": "fields.tex"}

@@ -31,8 +31,8 @@ from pipelines.common.tables import (
     TABLES,
     write_table,
 )
+from pipelines.dev.synthetic import generate_mirror
 from pipelines.graph.stage import run_graph
-from pipelines.ingest.sample.generator import generate_mirror
 from pipelines.ingest.sample.server import MirrorServer
 from pipelines.ingest.stage import ArxivClient, run_ingest
 from pipelines.pairs.stage import run_pairs

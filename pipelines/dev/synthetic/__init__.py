@@ -1,4 +1,10 @@
-"""Deterministic generator of the offline sample mirror: an arXiv look-alike on disk.
+"""The synthetic sample: a deterministic generator of an offline mirror (an arXiv
+look-alike on disk) about the hand-written concepts of :mod:`.ontology`.
+
+Test and scale data, not the demo's: ``sample.corpus: synthetic`` (the end-to-end DVC and
+flow tests), the fault tests and the 10,000-paper performance runs (``benchmarks/``) use
+it, so it ships in the package rather than under ``tests/``. Ingest sees only the mirror
+it writes, in the layout every mirror shares (:mod:`pipelines.ingest.sample.layout`).
 
 ``generate_mirror(out_dir, n_papers, seed)`` writes, under ``out_dir``:
 
@@ -13,9 +19,8 @@
     A withdrawn version has neither (the server answers 404 for it).
 ``manifest.json``
     The ground truth, for tests: per paper version its ``kind`` (see
-    :data:`pipelines.ingest.sample.manifest.KINDS`), its true ``concepts`` (display names
-    from :mod:`pipelines.ingest.sample.ontology`), the e-print's path, content type, main
-    file and member list; plus counts.
+    :data:`.manifest.KINDS`), its true ``concepts`` (display names from :mod:`.ontology`),
+    the e-print's path, content type, main file and member list; plus counts.
 
 Every paper is about a focus concept and one to three related ones, and its LaTeX is
 realistic: preamble, ``\\newcommand`` macros used in the body, comments (and an escaped
@@ -31,9 +36,10 @@ single files are not fsynced one by one, which keeps 10,000 papers fast.
 
 The steps, one module each: :mod:`.plan` (papers, versions, dates, kinds), :mod:`.writer`
 and :mod:`.vocabulary` (prose), :mod:`.sections` and :mod:`.paper` (the LaTeX of a version),
-:mod:`.packaging` (the e-print bytes) and :mod:`.build` (the mirror on disk).
+:mod:`.packaging` (the e-print bytes), :mod:`.build` (the mirror on disk) and
+:mod:`.manifest` (the kinds and the ground truth).
 """
 
-from pipelines.ingest.sample.generator.build import generate_mirror
+from pipelines.dev.synthetic.build import generate_mirror
 
 __all__ = ["generate_mirror"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pipelines.ingest.sample.ontology.model import Concept, define_concept
+from pipelines.dev.synthetic.ontology.model import Concept, define_concept
 
 ALGEBRA: tuple[Concept, ...] = (
     define_concept(

@@ -6,8 +6,8 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from pipelines.ingest.sample.generator.writer import Writer
-from pipelines.ingest.sample.ontology import Concept, latex_text
+from pipelines.dev.synthetic.ontology import Concept, latex_text
+from pipelines.dev.synthetic.writer import Writer
 
 
 def introduction(rng: random.Random, writer: Writer, concepts: Sequence[Concept]) -> str:

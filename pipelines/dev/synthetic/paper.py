@@ -8,22 +8,22 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pipelines.ingest.sample.generator.plan import PaperPlan
-from pipelines.ingest.sample.generator.sections import (
+from pipelines.dev.synthetic.ontology import Concept, concept, latex_text, neighbours
+from pipelines.dev.synthetic.plan import PaperPlan
+from pipelines.dev.synthetic.sections import (
     introduction,
     main_results,
     preliminaries,
     remarks,
     revision_section,
 )
-from pipelines.ingest.sample.generator.vocabulary import (
+from pipelines.dev.synthetic.vocabulary import (
     BIBLIOGRAPHY,
     FIRST_NAMES,
     LAST_NAMES,
     UNIVERSITIES,
 )
-from pipelines.ingest.sample.generator.writer import Style, Writer, slug, upper_first
-from pipelines.ingest.sample.ontology import Concept, concept, latex_text, neighbours
+from pipelines.dev.synthetic.writer import Style, Writer, slug, upper_first
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,10 @@
-"""What a sample mirror holds on disk: its file names, the kinds of paper version, and the
-manifest (the ground truth tests check against).
+"""The synthetic mirror's ground truth: the kinds of paper version the generator writes,
+and the manifest (what each version is, and is about) that tests check against.
 
-Written by :mod:`pipelines.ingest.sample.generator`, read by the server and by tests. A
-mirror of the real corpus (:mod:`pipelines.ingest.sample.corpus`) has the same files; its
-manifest says ``"corpus": "stacks-project"`` (:func:`mirror_corpus` tells which) and has
-no generator ground truth, so :func:`load_manifest` refuses it.
+Written by :func:`pipelines.dev.synthetic.generate_mirror`, read by tests and benchmarks.
+A mirror of a real corpus (:mod:`pipelines.ingest.sample.corpus`) has the same files
+(:mod:`pipelines.ingest.sample.layout`); its manifest names its corpus and has no
+generator ground truth, so :func:`load_manifest` refuses it.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipelines.common.io import read_json, safe_name
+from pipelines.common.io import read_json
+from pipelines.ingest.sample.layout import MANIFEST_FILE, SYNTHETIC
 
 # -- kinds of paper versions ----------------------------------------------------------
 
@@ -49,18 +50,8 @@ KINDS: Mapping[str, str] = {
 }
 MALFORMED_KINDS = (TRUNCATED_GZIP, PATH_TRAVERSAL, ABSOLUTE_PATH, SYMLINK, BOMB, NO_TEX)
 
-CONTENT_TYPE_TAR = "application/x-eprint-tar"
-CONTENT_TYPE_SINGLE = "application/x-eprint"
-CONTENT_TYPE_PDF = "application/pdf"
-
 BOMB_INFLATED_BYTES = 200 * 1024 * 1024
 MANIFEST_FORMAT = 1
-# What manifest.json's "corpus" says; the synthetic manifest predates the key and omits it.
-SYNTHETIC = "synthetic"
-
-ENTRIES_FILE = "entries.jsonl"
-MANIFEST_FILE = "manifest.json"
-EPRINT_DIR = "e-print"
 
 # -- the manifest ---------------------------------------------------------------------
 
@@ -194,19 +185,6 @@ def load_manifest(mirror_dir: Path) -> Manifest:
     if not path.is_file():
         raise FileNotFoundError(f"{path} not found; run mathembed sample first")
     return Manifest.from_json(read_json(path))
-
-
-def mirror_corpus(mirror_dir: Path) -> str:
-    """Which corpus the mirror in ``mirror_dir`` holds: ``synthetic`` or the real corpus's name."""
-    path = mirror_dir / MANIFEST_FILE
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} not found; run mathembed sample first")
-    return str(read_json(path).get("corpus", SYNTHETIC))
-
-
-def eprint_name(paper_id: str, version: int) -> str:
-    """File name of a version's e-print inside ``e-print/`` (the sidecar adds ``.json``)."""
-    return f"{safe_name(paper_id)}v{version}"
 
 
 def iter_tex_sources(

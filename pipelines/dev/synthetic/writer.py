@@ -9,8 +9,8 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pipelines.ingest.sample.generator.vocabulary import CONCEPT_REFERENCES, SHELVES
-from pipelines.ingest.sample.ontology import Concept, latex_text
+from pipelines.dev.synthetic.ontology import Concept, latex_text
+from pipelines.dev.synthetic.vocabulary import CONCEPT_REFERENCES, SHELVES
 
 _ENV_FOR_TYPE = {"theorem": "theorem", "identity": "theorem", "conjecture": "conjecture"}
 _VOWEL_SOUND_LETTERS = set("aeiouAEIOUFHLMNRSX")

@@ -2,40 +2,35 @@
 
 from __future__ import annotations
 
-import json
-import os
 import random
-import shutil
-import tempfile
-from collections.abc import Callable, Sequence
-from datetime import date, datetime
+from collections.abc import Sequence
+from datetime import date
 from pathlib import Path
-from typing import TypeVar
 
 from tqdm import tqdm  # type: ignore[import-untyped]  # no stubs pinned (types-tqdm)
 
-from pipelines.common.io import current_umask
-from pipelines.ingest.sample.generator.packaging import Eprint, package_eprint
-from pipelines.ingest.sample.generator.paper import write_paper
-from pipelines.ingest.sample.generator.plan import PaperPlan, plan_papers
-from pipelines.ingest.sample.manifest import (
+from pipelines.dev.synthetic.manifest import (
     BOMB,
-    ENTRIES_FILE,
-    EPRINT_DIR,
     LATIN1,
-    MANIFEST_FILE,
     TEX_GZ,
     WITHDRAWN,
     Manifest,
     VersionRecord,
-    eprint_name,
+)
+from pipelines.dev.synthetic.packaging import Eprint, package_eprint
+from pipelines.dev.synthetic.paper import write_paper
+from pipelines.dev.synthetic.plan import PaperPlan, plan_papers
+from pipelines.ingest.sample.layout import (
+    EPRINT_DIR,
+    built_in_staging,
+    iso_time,
+    listing_line,
+    write_eprint,
+    write_index,
 )
 
 DEFAULT_START = date(2024, 1, 1)
 DEFAULT_END = date(2024, 3, 31)
-
-
-T = TypeVar("T")
 
 
 def generate_mirror(
@@ -53,24 +48,6 @@ def generate_mirror(
         out_dir,
         lambda staging: _write_mirror(staging, plans, seed, n_papers, start, end, progress),
     )
-
-
-def built_in_staging(out_dir: Path, write: Callable[[Path], T]) -> T:
-    """Run ``write`` on a fresh folder beside ``out_dir``, then swap it in: a mirror is
-    replaced whole or not at all (a failed build leaves the old one and no debris)."""
-    out_dir = out_dir.resolve()
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
-    try:
-        # mkdtemp's folder is private (0700); the mirror is served and shared like any
-        # folder mkdir would make, so give it the umask's mode (0777 less the umask).
-        staging.chmod(0o777 & ~current_umask())
-        result = write(staging)
-        swap_in(staging, out_dir)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return result
 
 
 def _write_mirror(
@@ -107,13 +84,14 @@ def _write_mirror(
                 rng = random.Random(f"{seed}/{plan.paper_id}/package/{version_plan.version}")
                 mtime = int(version_plan.updated.timestamp())
                 packed = package_eprint(kind, meta, source, mtime, rng)
-                name = eprint_name(plan.paper_id, version_plan.version)
-                (eprints / name).write_bytes(packed.data)
-                sidecar = {"content_type": packed.content_type, "encoding": packed.encoding}
-                (eprints / f"{name}.json").write_text(
-                    json.dumps(sidecar, sort_keys=True) + "\n", encoding="utf-8"
+                eprint_path = write_eprint(
+                    eprints,
+                    plan.paper_id,
+                    version_plan.version,
+                    packed.data,
+                    packed.content_type,
+                    packed.encoding,
                 )
-                eprint_path = f"{EPRINT_DIR}/{name}"
             entry = {
                 "paper_id": plan.paper_id,
                 "version": version_plan.version,
@@ -127,7 +105,7 @@ def _write_mirror(
                 "comment": comment,
                 "withdrawn": kind == WITHDRAWN,
             }
-            entries.append(json.dumps(entry, ensure_ascii=False, sort_keys=True))
+            entries.append(listing_line(entry))
             records.append(
                 VersionRecord(
                     paper_id=plan.paper_id,
@@ -142,30 +120,11 @@ def _write_mirror(
                     files=packed.files if packed else (),
                 )
             )
-    (folder / ENTRIES_FILE).write_text("\n".join(entries) + "\n", encoding="utf-8")
     manifest = Manifest(seed, n_papers, start.isoformat(), end.isoformat(), tuple(records))
-    (folder / MANIFEST_FILE).write_text(
-        json.dumps(manifest.to_json(), indent=1, sort_keys=True, ensure_ascii=False) + "\n",
-        encoding="utf-8",
-    )
+    write_index(folder, entries, manifest.to_json())
     return manifest
 
 
 def _plain(latex: str) -> str:
     """Metadata text as arXiv shows it: math kept, ``--`` as a plain hyphen."""
     return latex.replace("---", "—").replace("--", "-").replace("\\%", "%").replace("~", " ")
-
-
-def swap_in(staging: Path, out_dir: Path) -> None:
-    """Replace ``out_dir`` by ``staging`` with two renames; the old tree is then deleted."""
-    old: Path | None = None
-    if out_dir.exists():
-        old = out_dir.with_name(f".{out_dir.name}.old-{os.getpid()}")
-        os.replace(out_dir, old)
-    os.replace(staging, out_dir)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
-
-
-def iso_time(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -6,13 +6,13 @@ from collections.abc import Mapping
 from functools import cache
 from types import MappingProxyType
 
-from pipelines.ingest.sample.ontology.algebra import ALGEBRA
-from pipelines.ingest.sample.ontology.analysis import ANALYSIS
-from pipelines.ingest.sample.ontology.combinatorics import COMBINATORICS
-from pipelines.ingest.sample.ontology.model import Concept, RelationKind
-from pipelines.ingest.sample.ontology.number_theory import NUMBER_THEORY
-from pipelines.ingest.sample.ontology.q_series import Q_SERIES
-from pipelines.ingest.sample.ontology.topology import TOPOLOGY
+from pipelines.dev.synthetic.ontology.algebra import ALGEBRA
+from pipelines.dev.synthetic.ontology.analysis import ANALYSIS
+from pipelines.dev.synthetic.ontology.combinatorics import COMBINATORICS
+from pipelines.dev.synthetic.ontology.model import Concept, RelationKind
+from pipelines.dev.synthetic.ontology.number_theory import NUMBER_THEORY
+from pipelines.dev.synthetic.ontology.q_series import Q_SERIES
+from pipelines.dev.synthetic.ontology.topology import TOPOLOGY
 
 CONCEPTS: tuple[Concept, ...] = (
     *COMBINATORICS,

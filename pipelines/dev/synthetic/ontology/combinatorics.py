@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from pipelines.ingest.sample.ontology.model import Concept, define_concept
+from pipelines.dev.synthetic.ontology.model import Concept, define_concept
 
 COMBINATORICS: tuple[Concept, ...] = (
     define_concept(

@@ -3,7 +3,7 @@
 Each :class:`Concept` has a display name, aliases, LaTeX notation, a one- or two-sentence
 description written for this project, a type, the arXiv category a paper about it would
 be filed under, and typed relations to other concepts of the ontology. The generator
-(:mod:`pipelines.ingest.sample.generator`) writes papers about a few related concepts each and
+(:mod:`pipelines.dev.synthetic`) writes papers about a few related concepts each and
 records them in the mirror's manifest as the papers' true concepts, so later stages can
 be checked against a known answer.
 
@@ -22,14 +22,14 @@ tuples. :mod:`.model` defines the shape, one module per area holds its concepts
 ``analysis``), and :mod:`.lookup` joins them.
 """
 
-from pipelines.ingest.sample.ontology.lookup import (
+from pipelines.dev.synthetic.ontology.lookup import (
     CONCEPTS,
     concept,
     concepts_by_name,
     neighbours,
     relations,
 )
-from pipelines.ingest.sample.ontology.model import (
+from pipelines.dev.synthetic.ontology.model import (
     CONCEPT_TYPES,
     RELATION_KINDS,
     Concept,

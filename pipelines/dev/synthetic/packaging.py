@@ -2,23 +2,16 @@
 
 from __future__ import annotations
 
-import gzip
-import io
 import random
 import tarfile
 import zlib
-from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 
-from pipelines.ingest.sample.generator.paper import Metadata, Source, ascii_text
-from pipelines.ingest.sample.manifest import (
+from pipelines.dev.synthetic.manifest import (
     ABSOLUTE_PATH,
     BOMB,
     BOMB_INFLATED_BYTES,
-    CONTENT_TYPE_PDF,
-    CONTENT_TYPE_SINGLE,
-    CONTENT_TYPE_TAR,
     LATIN1,
     NO_TEX,
     PATH_TRAVERSAL,
@@ -27,28 +20,14 @@ from pipelines.ingest.sample.manifest import (
     TEX_GZ,
     TRUNCATED_GZIP,
 )
-
-
-def _gzip(data: bytes) -> bytes:
-    # mtime=0 and no file name: the same bytes in give the same bytes out.
-    return gzip.compress(data, compresslevel=6, mtime=0)
-
-
-def tar_gz(members: Sequence[tarfile.TarInfo | tuple[str, bytes]], mtime: int) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.GNU_FORMAT) as archive:
-        for member in members:
-            if isinstance(member, tarfile.TarInfo):
-                member.mtime = mtime
-                archive.addfile(member)
-                continue
-            name, data = member
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            info.mtime = mtime
-            info.mode = 0o644
-            archive.addfile(info, io.BytesIO(data))
-    return _gzip(buffer.getvalue())
+from pipelines.dev.synthetic.paper import Metadata, Source, ascii_text
+from pipelines.ingest.sample.layout import (
+    CONTENT_TYPE_PDF,
+    CONTENT_TYPE_SINGLE,
+    CONTENT_TYPE_TAR,
+    gzip_bytes,
+    tar_gz,
+)
 
 
 def _pdf(title: str) -> bytes:
@@ -126,7 +105,7 @@ def package_eprint(
         text = source.files[source.main_name]
         data = text.encode("latin-1") if kind == LATIN1 else text.encode("utf-8")
         return Eprint(
-            _gzip(data), CONTENT_TYPE_SINGLE, "gzip", source.main_name, (source.main_name,)
+            gzip_bytes(data), CONTENT_TYPE_SINGLE, "gzip", source.main_name, (source.main_name,)
         )
 
     files = dict(source.files)

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 
-from pipelines.ingest.sample.manifest import (
+from pipelines.dev.synthetic.manifest import (
     LATIN1,
     MALFORMED_KINDS,
     PDF_ONLY,
@@ -16,7 +16,7 @@ from pipelines.ingest.sample.manifest import (
     TEX_TAR,
     WITHDRAWN,
 )
-from pipelines.ingest.sample.ontology import CONCEPTS, Concept
+from pipelines.dev.synthetic.ontology import CONCEPTS, Concept
 
 MIN_PAPERS = 20  # room for one paper of every kind plus revisions
 

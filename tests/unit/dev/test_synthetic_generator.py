@@ -1,4 +1,5 @@
-"""The offline sample corpus: ontology integrity and the generated mirror (files, kinds, text)."""
+"""The synthetic sample (pipelines.dev.synthetic): ontology integrity and the generated mirror
+(files, kinds, text)."""
 
 from __future__ import annotations
 
@@ -22,16 +23,11 @@ from typer.testing import CliRunner
 from pipelines import cli
 from pipelines.common.config import IngestParams, SampleParams, load_params
 from pipelines.common.io import safe_name
-from pipelines.ingest.sample import ontology
-from pipelines.ingest.sample.generator import generate_mirror
-from pipelines.ingest.sample.generator.writer import use_q_macro
-from pipelines.ingest.sample.manifest import (
+from pipelines.dev.synthetic import generate_mirror, ontology
+from pipelines.dev.synthetic.manifest import (
     ABSOLUTE_PATH,
     BOMB,
     BOMB_INFLATED_BYTES,
-    CONTENT_TYPE_PDF,
-    CONTENT_TYPE_SINGLE,
-    CONTENT_TYPE_TAR,
     KINDS,
     LATIN1,
     NO_TEX,
@@ -47,7 +43,9 @@ from pipelines.ingest.sample.manifest import (
     iter_tex_sources,
     load_manifest,
 )
-from pipelines.ingest.sample.ontology import CONCEPTS, Concept, concept, latex_text
+from pipelines.dev.synthetic.ontology import CONCEPTS, Concept, concept, latex_text
+from pipelines.dev.synthetic.writer import use_q_macro
+from pipelines.ingest.sample.layout import CONTENT_TYPE_PDF, CONTENT_TYPE_SINGLE, CONTENT_TYPE_TAR
 
 NEW_STYLE_ID = re.compile(r"\d{4}\.\d{5}")
 OLD_STYLE_ID = re.compile(r"[a-z-]+/\d{7}")
