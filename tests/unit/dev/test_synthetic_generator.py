@@ -125,9 +125,9 @@ def test_every_relation_points_at_another_existing_concept() -> None:
     for source, kind, target in relations:
         assert target in names, f"{source} -> {target}: unknown target"
         assert target != source, f"{source} relates to itself"
-        assert kind in ontology.RELATION_KINDS
+        assert kind in ontology.RELATIONS
     assert len(set(relations)) == len(relations), "a relation is listed twice"
-    assert {kind for _s, kind, _t in relations} == set(ontology.RELATION_KINDS)
+    assert {kind for _s, kind, _t in relations} == set(ontology.RELATIONS)
 
 
 def test_every_concept_is_connected_and_neighbours_are_symmetric() -> None:

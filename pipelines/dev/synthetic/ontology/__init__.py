@@ -31,7 +31,7 @@ from pipelines.dev.synthetic.ontology.lookup import (
 )
 from pipelines.dev.synthetic.ontology.model import (
     CONCEPT_TYPES,
-    RELATION_KINDS,
+    RELATIONS,
     Concept,
     ConceptType,
     Relation,
@@ -42,7 +42,7 @@ from pipelines.dev.synthetic.ontology.model import (
 __all__ = [
     "CONCEPTS",
     "CONCEPT_TYPES",
-    "RELATION_KINDS",
+    "RELATIONS",
     "Concept",
     "ConceptType",
     "Relation",

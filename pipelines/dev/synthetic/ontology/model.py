@@ -8,15 +8,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal, get_args
 
-ConceptType = Literal[
-    "object", "theorem", "definition", "technique", "identity", "conjecture", "other"
+# The graph's own vocabularies (the concepts and edges tables), so the ontology's concepts
+# and relations are always ones the pipeline can find and the tests can compare.
+from pipelines.common.tables import CONCEPT_TYPES, RELATIONS, ConceptType
+from pipelines.common.tables import Relation as RelationKind
+
+__all__ = [
+    "CONCEPT_TYPES",
+    "RELATIONS",
+    "Concept",
+    "ConceptType",
+    "Relation",
+    "RelationKind",
+    "define_concept",
+    "latex_text",
 ]
-RelationKind = Literal["generalizes", "uses", "is_instance_of", "implies", "related_to"]
-
-CONCEPT_TYPES: tuple[str, ...] = get_args(ConceptType)
-RELATION_KINDS: tuple[str, ...] = get_args(RelationKind)
 
 
 @dataclass(frozen=True)
