@@ -25,13 +25,9 @@ from typing import Any
 
 import pandas as pd
 
+from pipelines.common.concept_phrases import statement_concept_name
 from pipelines.common.config import GraphParams
-from pipelines.common.names import (
-    SurfaceMatcher,
-    match_form,
-    normalise_name,
-    statement_concept_name,
-)
+from pipelines.common.names import SurfaceMatcher, match_form, normalise_name
 from pipelines.common.refs import cited_statements
 from pipelines.common.tables import (
     CONCEPT_TYPES,

@@ -37,7 +37,7 @@ from tenacity import (
 )
 
 from pipelines.common import io
-from pipelines.common.names import clean_term
+from pipelines.common.concept_phrases import clean_term
 from pipelines.common.tables import CONCEPT_TYPES, RELATIONS, ConceptType, Relation
 from pipelines.graph.extractor import (
     Chunk,

@@ -40,9 +40,10 @@ from typing import Any
 
 import pandas as pd
 
+from pipelines.common.concept_phrases import statement_concept_name
 from pipelines.common.config import PairsParams
 from pipelines.common.masking import mask_name, names_in
-from pipelines.common.names import normalise_name, statement_concept_name
+from pipelines.common.names import normalise_name
 from pipelines.common.tables import (
     EVIDENCE_ORDER,
     PAIR_KINDS,

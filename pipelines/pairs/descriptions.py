@@ -29,8 +29,9 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from pipelines.common.concept_phrases import GENERIC_WORDS
 from pipelines.common.config import PairsParams
-from pipelines.common.names import GENERIC_WORDS, word_set
+from pipelines.common.names import word_set
 from pipelines.common.passages import CITE_PLACEHOLDER, REF_PLACEHOLDER, PassageFinder
 from pipelines.common.refs import LabelIndex
 

@@ -18,19 +18,21 @@ from typer.testing import CliRunner
 
 from pipelines import cli
 from pipelines.common import io
+from pipelines.common.concept_phrases import (
+    clean_statement_name,
+    clean_term,
+    statement_concept_name,
+    type_from_head,
+)
 from pipelines.common.config import ConfigError, GraphParams, PairsParams
 from pipelines.common.names import (
     SurfaceMatcher,
-    clean_statement_name,
-    clean_term,
     match_form,
     merge_keys,
     normalise_name,
     plurals,
     singular,
-    statement_concept_name,
     surface_forms,
-    type_from_head,
 )
 from pipelines.common.paths import Paths
 from pipelines.common.tables import STATEMENTS_SCHEMA
