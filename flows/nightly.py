@@ -43,13 +43,12 @@ from pipelines.common import io
 from pipelines.common.config import FlowParams, Params, load_params
 from pipelines.common.paths import Paths
 from pipelines.common.redact import redact
+from pipelines.common.registry import RegistryError, tracking_uri
 from pipelines.dev.report import render_report
-from pipelines.promote.errors import RegistryError
 from pipelines.promote.formatting import format_promotion
 from pipelines.promote.headline import NOT_PROMOTED, NOTHING_TO_DO, PROMOTED
 from pipelines.promote.nights import record_night
 from pipelines.promote.promotion import PromotionResult, promote_candidate, promotion_file
-from pipelines.promote.store import tracking_uri
 
 P = ParamSpec("P")
 R = TypeVar("R")

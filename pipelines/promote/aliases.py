@@ -11,18 +11,18 @@ from typing import TYPE_CHECKING
 
 from pipelines.common.config import PromoteParams
 from pipelines.common.paths import Paths
-from pipelines.promote.errors import PromotionError
-from pipelines.promote.lock import promotion_lock
-from pipelines.promote.provenance import now
-from pipelines.promote.store import (
+from pipelines.common.registry import (
     ALIASES,
     CHAMPION,
     PREVIOUS,
+    PromotionError,
     connect,
     missing_files_message,
     model_files_problem,
     registry_errors,
 )
+from pipelines.promote.lock import promotion_lock
+from pipelines.promote.provenance import now
 from pipelines.promote.tags import recorded_decision
 
 if TYPE_CHECKING:

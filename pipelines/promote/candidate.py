@@ -10,8 +10,8 @@ from typing import Any
 from pipelines.common import io
 from pipelines.common.models import data_hash, model_fingerprint
 from pipelines.common.paths import MODEL_METADATA_FILE, Paths
+from pipelines.common.registry import PromotionRefusedError
 from pipelines.common.tables import TABLES
-from pipelines.promote.errors import PromotionRefusedError
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from pipelines.common.cli import (
 
 def _bad_input() -> tuple[type[BaseException], ...]:
     """What a promotion command reports in one line: each carries what to do about it."""
-    from pipelines.promote.errors import PromotionError
+    from pipelines.common.registry import PromotionError
 
     # QueryMismatchError (the decision's sides scored on different queries) is a ValueError.
     return (PromotionError, FileNotFoundError, ValueError)

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 
 from pipelines.common.locks import held_lock
 from pipelines.common.paths import Paths
-from pipelines.promote.errors import RERUN_HINT, PromotionLockedError
+from pipelines.common.registry import RERUN_HINT, PromotionLockedError
 from pipelines.promote.provenance import now
 
 

@@ -29,14 +29,13 @@ from pipelines.common import io
 from pipelines.common.config import Params, PromoteParams
 from pipelines.common.paths import Paths
 from pipelines.common.redact import redact
+from pipelines.common.registry import Registry, connect, promotion_experiment, registry_errors
 from pipelines.promote.headline import FAILED, OUTCOMES, PROMOTED, run_metrics
 from pipelines.promote.run_log import (
     NOTE_TAG,
     OUTCOME_TAG,
     outcome_tags,
-    promotion_experiment,
 )
-from pipelines.promote.store import Registry, connect, registry_errors
 
 if TYPE_CHECKING:
     from mlflow.entities import Run

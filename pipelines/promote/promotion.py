@@ -41,7 +41,7 @@ promoted, not even by its recorded decision. The tracking URI is stored and prin
 without its credentials. A re-decision first sets ``settled`` to ``false`` and writes the
 ``eval_data_hash`` tag after the other decision tags, so a crash in the middle of one is
 also finished by the rerun. If MLflow cannot be reached, nothing is written and
-:class:`~pipelines.promote.errors.RegistryError` says so; the candidate stays on disk,
+:class:`~pipelines.common.registry.RegistryError` says so; the candidate stays on disk,
 untouched, for a rerun.
 """
 
@@ -60,6 +60,16 @@ from pipelines.common import io
 from pipelines.common.config import Params
 from pipelines.common.paths import Paths
 from pipelines.common.redact import redact, redact_url
+from pipelines.common.registry import (
+    CHALLENGER,
+    CHAMPION,
+    PREVIOUS,
+    TAG_FINGERPRINT,
+    Registry,
+    connect,
+    fluent_uri,
+    registry_errors,
+)
 from pipelines.common.tables import MEANING_SETS, QUERY_SETS, TABLES
 from pipelines.promote.candidate import Candidate, load_candidate, require_validated
 from pipelines.promote.card import CardFacts, model_card
@@ -90,19 +100,9 @@ from pipelines.promote.scoring import (
     eval_data_hash,
     score_for_promotion,
 )
-from pipelines.promote.store import (
-    CHALLENGER,
-    CHAMPION,
-    PREVIOUS,
-    Registry,
-    connect,
-    fluent_uri,
-    registry_errors,
-)
 from pipelines.promote.tags import (
     TAG_COMPARED_VERSION,
     TAG_EVAL_DATA,
-    TAG_FINGERPRINT,
     TAG_ROLLED_BACK,
     TAG_SETTLED,
     decision_tags,

@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 
 from pipelines.common.paths import Paths
-from pipelines.promote.errors import PromotionRefusedError
+from pipelines.common.registry import PromotionRefusedError
 
 
 def dvc_lock_hashes(paths: Paths) -> dict[str, str]:

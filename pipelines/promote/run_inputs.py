@@ -1,6 +1,6 @@
 """What a promotion run records besides numbers: its inputs as MLflow datasets (the pairs it
-was trained on, the evaluation queries and judgments, each with its DVC hash), the tag
-that marks its experiment as model training, and the model's signature.
+was trained on, the evaluation queries and judgments, each with its DVC hash) and the
+model's signature.
 
 MLflow is imported inside the functions: importing this module stays cheap.
 """
@@ -17,10 +17,6 @@ from pipelines.common.tables import TABLES
 if TYPE_CHECKING:
     from mlflow.models import ModelSignature
 
-#: The experiment tag MLflow 3's UI reads to open an experiment on runs and models rather
-#: than on GenAI traces (the UI's ``ExperimentKind`` values).
-EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
-MODEL_TRAINING_KIND = "custom_model_development"
 #: The validated tables a promotion run logs as inputs, with the context of each.
 DATASET_CONTEXTS = {"pairs": "training", "queries": "evaluation", "qrels": "evaluation"}
 #: MLflow keeps a dataset digest in 36 characters (an md5 plus DVC's ".dir").

@@ -26,6 +26,7 @@ from urllib.request import url2pathname
 from pipelines.common import io
 from pipelines.common.config import Params, PromoteParams
 from pipelines.common.paths import MODEL_METADATA_FILE, TRAINING_RUN_FILE, Paths
+from pipelines.common.registry import TAG_FINGERPRINT, Registry, promotion_experiment
 from pipelines.promote.candidate import Candidate
 from pipelines.promote.card import model_readme
 from pipelines.promote.decision import Decision
@@ -38,15 +39,9 @@ from pipelines.promote.headline import (
     run_metrics,
 )
 from pipelines.promote.provenance import dvc_lock_hashes, git_commit
-from pipelines.promote.run_inputs import (
-    EXPERIMENT_KIND_TAG,
-    MODEL_TRAINING_KIND,
-    embedding_signature,
-    log_datasets,
-)
+from pipelines.promote.run_inputs import embedding_signature, log_datasets
 from pipelines.promote.scoring import ScoredModels
-from pipelines.promote.store import Registry
-from pipelines.promote.tags import TAG_EVAL_DATA, TAG_FINGERPRINT, metric_tag
+from pipelines.promote.tags import TAG_EVAL_DATA, metric_tag
 
 if TYPE_CHECKING:
     from mlflow.entities import Metric
@@ -61,28 +56,6 @@ OUTCOME_TAG = "mathembed.outcome"
 REASON_TAG = "mathembed.reason"
 #: MLflow shows this run tag as the run's description.
 NOTE_TAG = "mlflow.note.content"
-
-
-def promotion_experiment(registry: Registry, promote: PromoteParams, *, create: bool) -> str | None:
-    """The promotion experiment's id; ``create``: made if missing, for a writer, and marked
-    as model training (so MLflow's UI opens it on runs, not traces)."""
-    client = registry.client
-    experiment = client.get_experiment_by_name(promote.experiment)
-    if experiment is None:
-        if not create:
-            return None
-        artifact_root = registry.artifact_root
-        return str(
-            client.create_experiment(
-                promote.experiment,
-                artifact_location=artifact_root.as_uri() if artifact_root else None,
-                tags={EXPERIMENT_KIND_TAG: MODEL_TRAINING_KIND},
-            )
-        )
-    experiment_id = str(experiment.experiment_id)
-    if create and experiment.tags.get(EXPERIMENT_KIND_TAG) != MODEL_TRAINING_KIND:
-        client.set_experiment_tag(experiment_id, EXPERIMENT_KIND_TAG, MODEL_TRAINING_KIND)
-    return experiment_id
 
 
 def find_logged_run(

@@ -26,6 +26,13 @@ from pipelines.common.config import Params
 from pipelines.common.embeddings import TextEncoder
 from pipelines.common.models import ModelLoadError, data_hash
 from pipelines.common.paths import MODEL_METADATA_FILE, Paths
+from pipelines.common.registry import (
+    CHAMPION,
+    PromotionRefusedError,
+    Registry,
+    load_registered_model,
+    version_fingerprint,
+)
 from pipelines.common.tables import MEANING_SETS, QUERY_SETS, TABLES
 from pipelines.common.vector_store import EmbeddingStore, open_store
 from pipelines.evaluate.eval_set import EVAL_TABLES, EvalSet, load_eval_set
@@ -39,8 +46,6 @@ from pipelines.evaluate.sources import (
 )
 from pipelines.promote.candidate import Candidate
 from pipelines.promote.decision import Scores
-from pipelines.promote.errors import PromotionRefusedError
-from pipelines.promote.store import CHAMPION, Registry, load_registered_model, version_fingerprint
 
 if TYPE_CHECKING:
     from mlflow.entities.model_registry import ModelVersion

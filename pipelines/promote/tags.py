@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipelines.common.config import PromoteParams
+from pipelines.common.registry import TAG_FINGERPRINT, Registry
 from pipelines.promote.decision import Decision, Side
 from pipelines.promote.provenance import git_commit
 
@@ -30,10 +31,8 @@ if TYPE_CHECKING:
 
     from pipelines.promote.candidate import Candidate
     from pipelines.promote.scoring import ScoredModels
-    from pipelines.promote.store import Registry
 
 
-TAG_FINGERPRINT = "fingerprint"
 TAG_DECISION = "decision"
 #: The champion's version a decision compared with; absent when it was the base model.
 TAG_COMPARED_VERSION = "compared_version"

@@ -118,7 +118,7 @@ def serve_search(
 
 
 def _bad_input() -> tuple[type[BaseException], ...]:
-    from pipelines.promote.errors import PromotionError
+    from pipelines.common.registry import PromotionError
 
     return (PromotionError, FileNotFoundError, ValueError)
 

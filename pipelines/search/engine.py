@@ -33,15 +33,16 @@ from pipelines.common.lexical import (
 )
 from pipelines.common.paths import Paths
 from pipelines.common.redact import redact
-from pipelines.common.vector_store import open_store
-from pipelines.promote.errors import NoChampionError, PromotionError
-from pipelines.promote.store import (
+from pipelines.common.registry import (
     CHAMPION,
+    NoChampionError,
+    PromotionError,
     Registry,
     connect,
     load_registered_model,
     version_fingerprint,
 )
+from pipelines.common.vector_store import open_store
 from pipelines.search.index import SearchIndex, open_search_index
 from pipelines.search.query import Corpus, Hit, check_request, read_corpus
 

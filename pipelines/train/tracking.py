@@ -36,6 +36,7 @@ from pipelines.common.config import PromoteParams, TrainParams
 from pipelines.common.interrupts import interrupts_deferred
 from pipelines.common.paths import Paths
 from pipelines.common.redact import redact
+from pipelines.common.registry import RegistryError, connect, promotion_experiment
 from pipelines.train.validation import MLFLOW_NAMES, trainer_key
 
 if TYPE_CHECKING:
@@ -115,15 +116,6 @@ def start_training_run(
     from mlflow.entities import Param
     from mlflow.exceptions import MlflowException
 
-    from pipelines.promote.errors import RegistryError
-
-    try:
-        # The promotion side imports metrics_rs: training itself must not need it.
-        from pipelines.promote.run_log import promotion_experiment
-        from pipelines.promote.store import connect
-    except ImportError as error:
-        logger.warning("train: not logging to MLflow (%s); training goes on", error)
-        return None
     try:
         registry = connect(paths, promote, create=True)
         assert registry is not None  # create=True always connects

@@ -13,9 +13,10 @@ from promotion_worlds import MODEL_NAME, Models, World, aliases, client_of
 from typer.testing import CliRunner, Result
 
 from pipelines import cli
-from pipelines.promote import promotion, store
+from pipelines.common import registry
+from pipelines.common.registry import PromotionRefusedError
+from pipelines.promote import promotion
 from pipelines.promote.aliases import rollback
-from pipelines.promote.errors import PromotionRefusedError
 from pipelines.promote.formatting import format_promotion
 from pipelines.search.query import search
 
@@ -75,14 +76,14 @@ def test_a_corrupt_mlflow_db_is_reported_in_one_line_and_never_reinitialised(
 
 
 def test_the_sqlite_header_check_is_pure_and_names_the_problem() -> None:
-    assert "empty" in (store.sqlite_store_problem(b"", 0) or "")
-    assert "not a SQLite" in (store.sqlite_store_problem(b"garbage" * 20, 140) or "")
+    assert "empty" in (registry.sqlite_store_problem(b"", 0) or "")
+    assert "not a SQLite" in (registry.sqlite_store_problem(b"garbage" * 20, 140) or "")
     header = bytearray(b"SQLite format 3\x00" + bytes(84))
     header[16:18] = (4096).to_bytes(2, "big")
     header[24:28] = header[92:96] = (7).to_bytes(4, "big")  # the size field is valid
     header[28:32] = (3).to_bytes(4, "big")  # 3 pages
-    assert store.sqlite_store_problem(bytes(header), 3 * 4096) is None
-    assert "truncated" in (store.sqlite_store_problem(bytes(header), 2 * 4096) or "")
+    assert registry.sqlite_store_problem(bytes(header), 3 * 4096) is None
+    assert "truncated" in (registry.sqlite_store_problem(bytes(header), 2 * 4096) or "")
 
 
 def test_status_search_and_rollback_create_no_store(world: World) -> None:

@@ -20,10 +20,10 @@ from flows.outcome import failure_reason, metric_label, outcome_notice, promotio
 from flows.pools import deployment_pools, read_deployment_pools
 from pipelines.common.config import load_params
 from pipelines.common.paths import Paths
+from pipelines.common.registry import tracking_uri
 from pipelines.promote.decision import Decision
 from pipelines.promote.promotion import PromotionResult
 from pipelines.promote.run_log import OUTCOME_TAG, REASON_TAG
-from pipelines.promote.store import tracking_uri
 
 
 def promotion(*, promote: bool, against: str) -> dict[str, Any]:

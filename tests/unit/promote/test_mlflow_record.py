@@ -17,9 +17,9 @@ from promotion_worlds import MODEL_NAME, Models, World, client_of
 
 from pipelines.common.io import plain_file_mode, write_json
 from pipelines.common.models import model_fingerprint
+from pipelines.common.registry import connect, fluent_uri, tracking_uri
 from pipelines.promote.candidate import Candidate
 from pipelines.promote.run_log import training_run_id
-from pipelines.promote.store import connect, fluent_uri, tracking_uri
 
 HEADLINE = {
     "queries": 10,

@@ -26,14 +26,19 @@ from promotion_worlds import (
 from pipelines.common.io import write_json, write_parquet
 from pipelines.common.models import data_hash, model_fingerprint
 from pipelines.common.paths import Paths
+from pipelines.common.registry import (
+    PromotionError,
+    PromotionLockedError,
+    PromotionRefusedError,
+    Registry,
+    tracking_uri,
+)
 from pipelines.promote import promotion, run_log
 from pipelines.promote import scoring as promote_scoring
 from pipelines.promote.aliases import rollback, status
-from pipelines.promote.errors import PromotionError, PromotionLockedError, PromotionRefusedError
 from pipelines.promote.formatting import format_promotion
 from pipelines.promote.lock import promotion_lock
 from pipelines.promote.promotion import PromotionResult
-from pipelines.promote.store import Registry, tracking_uri
 from pipelines.promote.tags import recorded_decision
 
 # ----------------------------------------------------------------------------- tests

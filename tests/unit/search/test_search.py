@@ -27,8 +27,7 @@ from typer.testing import CliRunner
 
 from pipelines import cli
 from pipelines.common.io import write_parquet
-from pipelines.promote.errors import NoChampionError
-from pipelines.promote.store import version_fingerprint
+from pipelines.common.registry import NoChampionError, version_fingerprint
 from pipelines.search.query import Hit, format_hits, search
 
 
@@ -292,16 +291,16 @@ def test_minilm_champion_finds_the_planted_passage_and_loads_as_it_was_logged(
     # The corpus was embedded once, by promotion's scoring; search reused its stored vectors.
     assert set((root / "data" / "embeddings").glob("*.lance")) == store_tables
 
-    from pipelines.promote import store
+    from pipelines.common import registry
 
-    connected = store.connect(minilm_world.paths, minilm_world.params.promote, create=False)
+    connected = registry.connect(minilm_world.paths, minilm_world.params.promote, create=False)
     assert connected is not None
     champion = connected.version_by_alias("champion")
     assert champion is not None
     assert version_fingerprint(connected, champion) == result.fingerprint
     texts = [PASSAGES[2][1], "orbits of a group action"]
     before_logging = SentenceTransformer(str(minilm), device="cpu").encode(texts)
-    with store.fluent_uri(connected.uri):
+    with registry.fluent_uri(connected.uri):
         by_alias = mlflow.sentence_transformers.load_model("models:/math-embed@champion")
     np.testing.assert_allclose(by_alias.encode(texts), before_logging, atol=1e-5)
 

@@ -1,11 +1,12 @@
-"""The MLflow side: which store (``MLFLOW_TRACKING_URI``, else a SQLite store under
-``<root>/mlruns``), a client bound to the registered model, and MLflow's failures turned
-into :class:`~pipelines.promote.errors.RegistryError` messages that say what to do (with
-any password in the URI hidden). A local ``mlflow.db`` that is empty, truncated or not
-SQLite is reported, never re-initialised: MLflow would silently migrate it into an empty
-registry.
+"""The MLflow registry that train, promote and search share: which store
+(``MLFLOW_TRACKING_URI``, else a SQLite store under ``<root>/mlruns``), a client bound to
+the registered model, the experiment runs are logged in, the model versions by alias and
+fingerprint, and MLflow's failures turned into messages that say what to do (with any
+password in the URI hidden). A local ``mlflow.db`` that is empty, truncated or not SQLite
+is reported, never re-initialised: MLflow would silently migrate it into an empty registry.
 
-MLflow itself is imported inside the functions: importing this module stays cheap.
+MLflow and requests are imported inside the functions: importing this module stays cheap
+(every command imports it through :mod:`pipelines.common.locks`).
 """
 
 from __future__ import annotations
@@ -17,13 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import requests
-
 from pipelines.common.config import PromoteParams
 from pipelines.common.paths import Paths
 from pipelines.common.redact import redact
-from pipelines.promote.errors import RERUN_HINT, ModelFilesMissingError, RegistryError
-from pipelines.promote.tags import TAG_FINGERPRINT
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
@@ -31,10 +28,44 @@ if TYPE_CHECKING:
 
     from pipelines.common.embeddings import TextEncoder
 
+#: How a message about an interrupted or refused promotion ends.
+RERUN_HINT = "rerun `mathembed promote` (it is safe to repeat)"
+
+
+class PromotionError(RuntimeError):
+    """Promotion (or status, rollback, search) cannot go on; the message says how to fix it."""
+
+
+class PromotionRefusedError(PromotionError):
+    """The candidate may not be promoted (failed validation, no candidate, stale metadata)."""
+
+
+class RegistryError(PromotionError):
+    """MLflow is unreachable or failed; nothing was promoted and a rerun is safe."""
+
+
+class PromotionLockedError(PromotionError):
+    """Another promotion held the lock for longer than ``promote.lock_timeout_seconds``."""
+
+
+class NoChampionError(PromotionError):
+    """The registry has no ``@champion`` yet."""
+
+
+class ModelFilesMissingError(PromotionError):
+    """A registered version whose model files are gone (deleted, or a store moved)."""
+
+
 CHAMPION = "champion"
 CHALLENGER = "challenger"
 PREVIOUS = "previous"
 ALIASES = (CHAMPION, CHALLENGER, PREVIOUS)
+#: The version tag that names the model's files (:func:`pipelines.common.models.model_fingerprint`).
+TAG_FINGERPRINT = "fingerprint"
+#: The experiment tag MLflow 3's UI reads to open an experiment on runs and models rather
+#: than on GenAI traces (the UI's ``ExperimentKind`` values).
+EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
+MODEL_TRAINING_KIND = "custom_model_development"
 
 #: The first 16 bytes of every SQLite database file.
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -122,6 +153,29 @@ def connect(paths: Paths, promote: PromoteParams, *, create: bool) -> Registry |
     return Registry(client, uri, promote.registered_model, artifact_root)
 
 
+def promotion_experiment(registry: Registry, promote: PromoteParams, *, create: bool) -> str | None:
+    """The promotion experiment's id (train's live runs and promote's runs both go there);
+    ``create``: made if missing, for a writer, and marked as model training (so MLflow's UI
+    opens it on runs, not traces)."""
+    client = registry.client
+    experiment = client.get_experiment_by_name(promote.experiment)
+    if experiment is None:
+        if not create:
+            return None
+        artifact_root = registry.artifact_root
+        return str(
+            client.create_experiment(
+                promote.experiment,
+                artifact_location=artifact_root.as_uri() if artifact_root else None,
+                tags={EXPERIMENT_KIND_TAG: MODEL_TRAINING_KIND},
+            )
+        )
+    experiment_id = str(experiment.experiment_id)
+    if create and experiment.tags.get(EXPERIMENT_KIND_TAG) != MODEL_TRAINING_KIND:
+        client.set_experiment_tag(experiment_id, EXPERIMENT_KIND_TAG, MODEL_TRAINING_KIND)
+    return experiment_id
+
+
 def sqlite_store_problem(header: bytes, size: int) -> str | None:
     """What is wrong with a SQLite file, judged by its first bytes and its size; ``None``: fine.
 
@@ -176,6 +230,8 @@ def _sqlite_read_problem(db: Path) -> str | None:
 
 def _check_server(uri: str, timeout_seconds: float) -> None:
     """Fail fast: MLflow's own client retries a dead server for minutes."""
+    import requests
+
     try:
         response = requests.get(f"{uri.rstrip('/')}/health", timeout=timeout_seconds)
     except requests.RequestException as error:
@@ -217,6 +273,7 @@ def fluent_uri(uri: str) -> Iterator[None]:
 @contextmanager
 def registry_errors(uri: str, candidate_dir: Path | None) -> Iterator[None]:
     """Turn MLflow and HTTP failures into a :class:`RegistryError` that says what to do."""
+    import requests
     from mlflow.exceptions import MlflowException
 
     try:
