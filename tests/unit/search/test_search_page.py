@@ -1,0 +1,120 @@
+"""The search page's pure parts: a hit's markup, the statements a passage holds, and the
+static files the service may serve. The browser's view is in
+``tests/integration/test_search_math.py``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from pipelines.search.assets import CONTENT_TYPES, STATIC_DIR, load_assets, not_modified
+from pipelines.search.page import SCRIPTS, STYLESHEETS, render_hit, statement_heading
+from pipelines.search.statements import StatementRef, statements_by_passage
+
+
+def hit(text: str, **fields: object) -> dict[str, object]:
+    return {
+        "rank": 1,
+        "chunk_id": "p1v1#c0000",
+        "paper_id": "p1",
+        "title": "A <b>title</b>",
+        "score": 0.5,
+        "text": text,
+        "url": None,
+        "statements": [],
+        **fields,
+    }
+
+
+def test_a_hit_keeps_formulas_as_escaped_text_for_the_browser_to_typeset() -> None:
+    markup = render_hit(hit("map $\\varphi_{i_ji}(s_j)$ and $<img src=x onerror=alert(1)>$"))
+    assert "$\\varphi_{i_ji}(s_j)$" in markup  # as written: KaTeX reads it in the browser
+    assert "$&lt;img src=x onerror=alert(1)&gt;$" in markup and "<img" not in markup
+    assert "A &lt;b&gt;title&lt;/b&gt;" in markup
+    assert '<p class="statement">' not in markup  # no statement, no empty line
+
+
+def test_a_hit_names_its_statements_escaped() -> None:
+    statements = [
+        {"statement_id": "s0", "kind": "lemma", "name": "Nakayama", "label": "lemma-nak"},
+        {"statement_id": "s1", "kind": "definition", "name": "", "label": "def-<i>x</i>"},
+        {"statement_id": "s2", "kind": "remark", "name": "", "label": ""},
+    ]
+    markup = render_hit(hit("text", statements=statements))
+    assert (
+        '<p class="statement">Lemma (Nakayama); '
+        "Definition <small>def-&lt;i&gt;x&lt;/i&gt;</small>; Remark</p>"
+    ) in markup
+    assert statement_heading({"kind": "theorem", "name": "<script>", "label": ""}) == (
+        "Theorem (&lt;script&gt;)"
+    )
+
+
+def test_statements_are_found_in_the_passages_they_run_over() -> None:
+    chunks = pd.DataFrame(
+        {
+            "chunk_id": ["a#c1", "a#c0", "b#c0"],
+            "paper_id": ["a", "a", "b"],
+            "chunk_index": [1, 0, 0],
+            "text": [
+                "local when it has one maximal ideal, and it ends here. Lemma two: every module "
+                "over a local ring is free here.",
+                "Definition one: a ring is local when it has one maximal ideal, and it",
+                "Lemma two: every module over a local ring is free here, in paper b.",
+            ],
+        }
+    )
+    statements = pd.DataFrame(
+        {
+            "statement_id": ["a#s0", "a#s1", "a#s2"],
+            "paper_id": ["a", "a", "a"],
+            "kind": ["definition", "lemma", "lemma"],
+            "name": [None, "Two", ""],
+            "label": ["def-local", "lemma-two", "lemma-nowhere"],
+            "text": [
+                "Definition one: a ring is local when it has one maximal ideal, and it ends here.",
+                "Lemma two: every module over a local ring is free here.",
+                "A statement no passage of this paper holds at all.",
+            ],
+        }
+    )
+    found = statements_by_passage(chunks, statements)
+    local = StatementRef("a#s0", "definition", "", "def-local")
+    two = StatementRef("a#s1", "lemma", "Two", "lemma-two")
+    assert found == {"a#c0": (local,), "a#c1": (local, two)}  # b's like text is not a's
+
+
+def test_a_statements_table_without_its_columns_is_refused() -> None:
+    chunks = pd.DataFrame({"chunk_id": ["a#c0"], "paper_id": ["a"], "text": ["x"]})
+    with pytest.raises(ValueError, match=r"lacks column\(s\) \['kind'"):
+        statements_by_passage(chunks, pd.DataFrame(columns=["statement_id", "paper_id"]))
+
+
+def test_only_the_files_the_page_loads_are_servable(tmp_path: Path) -> None:
+    (tmp_path / "katex" / "fonts").mkdir(parents=True)
+    (tmp_path / "katex" / "katex.min.js").write_text("js")
+    (tmp_path / "katex" / "fonts" / "A.woff2").write_bytes(b"font")
+    (tmp_path / "katex" / "README.md").write_text("readme")
+    (tmp_path / "katex" / "LICENSE").write_text("mit")
+    assets = load_assets(tmp_path)
+    assert sorted(assets) == ["katex/fonts/A.woff2", "katex/katex.min.js"]
+    assert assets["katex/fonts/A.woff2"].content_type == "font/woff2"
+    with pytest.raises(FileNotFoundError, match="static files are missing"):
+        load_assets(tmp_path / "nowhere")
+
+
+def test_the_page_loads_only_what_the_package_ships() -> None:
+    shipped = load_assets(STATIC_DIR)
+    assert {*SCRIPTS, *STYLESHEETS} <= set(shipped)
+    assert {Path(name).suffix for name in shipped} == set(CONTENT_TYPES)
+    assert (STATIC_DIR / "katex" / "LICENSE").read_text().startswith("The MIT License")
+
+
+def test_a_revalidation_matches_the_current_etag_only() -> None:
+    asset = load_assets(STATIC_DIR)["search.js"]
+    assert not_modified(asset, asset.etag)
+    assert not_modified(asset, f'"old", W/{asset.etag}')
+    assert not_modified(asset, "*")
+    assert not not_modified(asset, '"old"') and not not_modified(asset, None)
