@@ -10,9 +10,8 @@ and checked when a file is read; knobs that only make sense together are checked
 stage (``train.*`` in ``pipelines/train/setup.py``, ``prepare.*`` in
 ``pipelines/prepare/stage.py``).
 
-The file is read as YAML 1.2 reads numbers, as DVC writes them: ``dvc exp run -S
-train.learning_rate=2e-5`` writes ``2e-05``, a float to DVC and YAML 1.2 but a string to
-PyYAML's YAML 1.1 rules, which want a dot in the mantissa (``2.0e-05``).
+The file is read by :mod:`pipelines.common.params_yaml` (repeated keys refused, numbers
+read as YAML 1.2 and DVC read them).
 
 The project's own ``params.yaml`` is the one place every knob's default is written: a key
 left out of another params file (or of a section built in code, ``TrainParams(epochs=1)``)
@@ -25,15 +24,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import re
 import sys
 import typing
-from collections.abc import Hashable, Mapping
+from collections.abc import Mapping
 from dataclasses import field
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
-import yaml
 from pydantic import ConfigDict, TypeAdapter, ValidationError
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 from pydantic_core import ErrorDetails
@@ -61,6 +58,7 @@ from pipelines.common.allowed import (
     Str,
     TimeZoneName,
 )
+from pipelines.common.params_yaml import ConfigError, read_yaml
 
 PARAMS_FILE = Path("params.yaml")
 
@@ -74,61 +72,6 @@ def _project_params_file() -> Path:
 
 #: The project's params.yaml: the default of every knob.
 PROJECT_PARAMS_FILE = _project_params_file()
-
-
-class ConfigError(ValueError):
-    """params.yaml (or a section of it) does not describe a valid configuration."""
-
-
-# -- reading YAML ----------------------------------------------------------------------
-
-
-class _DuplicateKeyError(yaml.YAMLError):
-    """A mapping names one key twice (PyYAML would keep the last one silently)."""
-
-
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """SafeLoader that refuses a repeated key, as DVC does for the same file: a second
-    ``train:`` block would otherwise replace the first one whole."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        first_line: dict[Any, int] = {}
-        for key_node, _value_node in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
-                continue  # `<<:` merges defaults that later keys may override
-            key = self.construct_object(key_node, deep=True)
-            line = key_node.start_mark.line + 1
-            if not isinstance(key, Hashable):
-                continue  # PyYAML itself refuses an unhashable key
-            if key in first_line:
-                raise _DuplicateKeyError(
-                    f"duplicate key {key!r} at line {line} (first at line {first_line[key]}); "
-                    "keep one and merge the two"
-                )
-            first_line[key] = line
-        return super().construct_mapping(node, deep=deep)
-
-
-# YAML 1.2's float (core schema) where YAML 1.1 wants a dot: `2e-05`, `1E5`, `-3.5e+2`.
-# DVC (ruamel.yaml, YAML 1.2) writes and reads floats this way; without this, PyYAML reads
-# the `2e-05` that `dvc exp run -S train.learning_rate=2e-5` writes as the string "2e-05".
-# A quoted "2e-05" stays a string: the author asked for one.
-_YAML_12_FLOAT = re.compile(r"^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)[eE][-+]?[0-9]+$")
-_UniqueKeyLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:float", _YAML_12_FLOAT, list("-+.0123456789")
-)
-
-
-def _read_yaml(path: Path) -> Any:
-    """``path`` parsed with repeated keys refused; errors as one line naming the file."""
-    text = path.read_text(encoding="utf-8")
-    try:
-        return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
-    except _DuplicateKeyError as error:
-        raise ConfigError(f"{path}: {error}") from error
-    except yaml.YAMLError as error:
-        # PyYAML's message spans lines; the command-line contract is one line.
-        raise ConfigError(f"{path} is not valid YAML: {' '.join(str(error).split())}") from error
 
 
 # -- sections --------------------------------------------------------------------------
@@ -190,7 +133,7 @@ def _type_hints(cls: type) -> dict[str, Any]:
 @functools.cache
 def _project_params() -> dict[str, Any]:
     try:
-        raw = _read_yaml(PROJECT_PARAMS_FILE)
+        raw = read_yaml(PROJECT_PARAMS_FILE)
     except (OSError, ConfigError) as error:
         raise ConfigError(
             f"{PROJECT_PARAMS_FILE} (the project's defaults) cannot be read: {error}"
@@ -456,7 +399,7 @@ class Params:
 def load_params(path: Path = PARAMS_FILE) -> Params:
     """Read ``path`` into :class:`Params`; every section and key is optional."""
     try:
-        raw = _read_yaml(path)
+        raw = read_yaml(path)
     except FileNotFoundError as error:
         raise ConfigError(
             f"{path} not found; check --root and --params (a relative --params is read from --root)"
