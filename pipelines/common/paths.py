@@ -10,10 +10,6 @@ from pathlib import Path
 MODEL_METADATA_FILE = "mathembed.json"
 #: The MLflow run a training logged into (live), which promote resumes: in the model folder.
 TRAINING_RUN_FILE = "mlflow_run.json"
-#: A paper version in the raw store, ``data/raw/<id>/v<n>/``: its metadata (written last,
-#: so a folder without it is still being written) and its flattened LaTeX.
-RAW_META_FILE = "meta.json"
-RAW_SOURCE_FILE = "source.tex"
 
 
 @dataclass(frozen=True)

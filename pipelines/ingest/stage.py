@@ -5,7 +5,8 @@ first, and for each listed paper version either skips it (its folder is complete
 was rejected for good before), records it (withdrawn), or downloads its e-print,
 extracts the LaTeX and stores it under ``data/raw/<paper>/v<version>/`` — ``eprint.bin``,
 ``source.tex``, then ``meta.json`` last, each written atomically, so a folder without
-``meta.json`` is an interrupted write that the next run redoes. Rejections go to
+``meta.json`` is an interrupted write that the next run redoes (the layout prepare reads
+too: :mod:`pipelines.common.raw_layout`). Rejections go to
 ``data/quarantine/ingest/`` with their reason and the run goes on.
 
 Each listed entry is a unit: an unreadable entry, an e-print the client cannot use (a
@@ -52,7 +53,15 @@ from tqdm.contrib.logging import logging_redirect_tqdm  # type: ignore[import-un
 
 from pipelines.common import io
 from pipelines.common.config import ConfigError, IngestParams
-from pipelines.common.paths import RAW_META_FILE, RAW_SOURCE_FILE, Paths
+from pipelines.common.paths import Paths
+from pipelines.common.raw_layout import (
+    RAW_EPRINT_FILE,
+    RAW_META_FILE,
+    RAW_SOURCE_FILE,
+    WATERMARK_FILE,
+    is_stored,
+    version_folder,
+)
 from pipelines.ingest.arxiv.archive import (
     AbstractOnly,
     ArchiveLimits,
@@ -73,8 +82,6 @@ from pipelines.ingest.sample.layout import ENTRIES_FILE
 logger = logging.getLogger(__name__)
 
 STAGE = "ingest"
-WATERMARK_FILE = "watermark.json"
-EPRINT_FILE = "eprint.bin"
 COUNT_KEYS = ("tex", "abstract_only", "withdrawn", "skipped", "quarantined")
 # A run that quarantines more than this share of the papers it fetched (and at least
 # ALARM_MIN_PAPERS of them) is abnormal: a too-tight cap, a broken mirror or upstream.
@@ -130,15 +137,6 @@ class IngestReport:
 
 
 # -- the raw store --------------------------------------------------------------------
-
-
-def version_folder(raw_dir: Path, paper_id: str, version: int) -> Path:
-    return raw_dir / io.safe_name(paper_id) / f"v{version}"
-
-
-def is_stored(raw_dir: Path, paper_id: str, version: int) -> bool:
-    """A version is stored once its ``meta.json`` exists (it is written last)."""
-    return (version_folder(raw_dir, paper_id, version) / RAW_META_FILE).is_file()
 
 
 def read_watermark(raw_dir: Path) -> str | None:
@@ -203,7 +201,7 @@ def store_version(
     if (folder / RAW_META_FILE).exists():
         raise FileExistsError(f"{folder} is already stored; the raw store is append-only")
     if eprint is not None:
-        io.write_bytes(folder / EPRINT_FILE, eprint)
+        io.write_bytes(folder / RAW_EPRINT_FILE, eprint)
     if source is not None:
         io.write_text(folder / RAW_SOURCE_FILE, source.text)
     meta = meta_record(entry, source_kind=source_kind, source=source, fetched_at=fetched_at)

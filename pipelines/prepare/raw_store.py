@@ -12,11 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipelines.common.io import safe_name
-from pipelines.common.paths import RAW_META_FILE, RAW_SOURCE_FILE
+from pipelines.common.raw_layout import (
+    RAW_META_FILE,
+    RAW_SOURCE_FILE,
+    folder_names,
+    is_version_folder,
+)
 from pipelines.common.tables import SOURCE_KINDS
-
-# The files of one version folder, as ingest writes them (meta.json last).
 
 
 @dataclass(frozen=True)
@@ -53,8 +55,7 @@ def validate_meta(meta: Any, folder: Path) -> dict[str, Any]:
         raise ValueError(f"meta.json version {version!r} is not an integer >= 1")
     if meta.get("source_kind") not in SOURCE_KINDS:
         raise ValueError(f"meta.json source_kind {meta.get('source_kind')!r} not in {SOURCE_KINDS}")
-    expected = (safe_name(paper_id), f"v{version}")
-    if (folder.parent.name, folder.name) != expected:
+    if (folder.parent.name, folder.name) != folder_names(paper_id, version):
         raise ValueError(
             f"meta.json says {paper_id}v{version} but lies in {folder.parent.name}/{folder.name}"
         )
@@ -81,7 +82,7 @@ def scan_raw_store(raw_dir: Path) -> tuple[list[RawPaper], list[tuple[Path, str]
     seen = 0
     for paper_dir in _sorted_dirs(str(raw_dir)):
         for version_dir in _sorted_dirs(paper_dir):
-            if not os.path.basename(version_dir).startswith("v"):
+            if not is_version_folder(os.path.basename(version_dir)):
                 continue
             meta_path = os.path.join(version_dir, RAW_META_FILE)
             try:

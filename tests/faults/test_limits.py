@@ -23,7 +23,8 @@ from typer.testing import CliRunner
 from pipelines import cli
 from pipelines.common import io
 from pipelines.common.config import IngestParams
-from pipelines.common.paths import RAW_META_FILE, Paths
+from pipelines.common.paths import Paths
+from pipelines.common.raw_layout import RAW_META_FILE
 from pipelines.dev.synthetic import generate_mirror
 from pipelines.ingest.arxiv.client import ArxivClient, build_user_agent
 from pipelines.ingest.sample.server import MirrorServer

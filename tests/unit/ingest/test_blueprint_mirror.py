@@ -22,7 +22,8 @@ from typer.testing import CliRunner
 from pipelines import cli
 from pipelines.common import io as common_io
 from pipelines.common.config import IngestParams, SampleParams
-from pipelines.common.paths import RAW_META_FILE, RAW_SOURCE_FILE, Paths
+from pipelines.common.paths import Paths
+from pipelines.common.raw_layout import RAW_META_FILE, RAW_SOURCE_FILE, version_folder
 from pipelines.ingest.arxiv.archive import ArchiveLimits, Source, extract_source
 from pipelines.ingest.arxiv.atom import parse_paper_id
 from pipelines.ingest.sample.blueprints import (
@@ -40,7 +41,7 @@ from pipelines.ingest.sample.blueprints import (
 )
 from pipelines.ingest.sample.corpus import load_corpus_manifest
 from pipelines.ingest.sample.layout import mirror_corpus
-from pipelines.ingest.stage import run_from_source, version_folder
+from pipelines.ingest.stage import run_from_source
 from pipelines.validate.schemas import ARXIV_ID
 
 SHARED_BLUEPRINTS = REPO / SampleParams().blueprints_dir  # the default, beside the checkout

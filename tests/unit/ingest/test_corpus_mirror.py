@@ -20,7 +20,8 @@ from pipelines import cli
 from pipelines.common import io as common_io
 from pipelines.common.config import ConfigError, IngestParams, SampleParams, load_params
 from pipelines.common.io import safe_name
-from pipelines.common.paths import RAW_META_FILE, RAW_SOURCE_FILE, Paths
+from pipelines.common.paths import Paths
+from pipelines.common.raw_layout import RAW_META_FILE, RAW_SOURCE_FILE, version_folder
 from pipelines.dev.synthetic.manifest import load_manifest
 from pipelines.ingest.arxiv.atom import parse_paper_id
 from pipelines.ingest.sample.corpus import (
@@ -39,7 +40,7 @@ from pipelines.ingest.sample.corpus import (
     spread_times,
 )
 from pipelines.ingest.sample.layout import mirror_corpus
-from pipelines.ingest.stage import run_from_source, version_folder
+from pipelines.ingest.stage import run_from_source
 from pipelines.validate.schemas import ARXIV_ID
 
 CORPUS = REPO / CORPUS_DIR

@@ -24,8 +24,9 @@ from typer.testing import CliRunner
 from pipelines import cli
 from pipelines.common import io
 from pipelines.common.config import IngestParams
-from pipelines.common.paths import RAW_META_FILE as META_FILE
 from pipelines.common.paths import Paths
+from pipelines.common.raw_layout import RAW_META_FILE as META_FILE
+from pipelines.common.raw_layout import is_stored, version_folder
 from pipelines.dev.synthetic import generate_mirror
 from pipelines.dev.synthetic.manifest import Manifest, VersionRecord, load_manifest
 from pipelines.ingest.arxiv.atom import Entry, Feed, RejectedEntry, parse_timestamp
@@ -40,12 +41,7 @@ from pipelines.ingest.arxiv.client import (
     user_agent_for,
 )
 from pipelines.ingest.sample.server import MirrorServer
-from pipelines.ingest.stage import (
-    is_stored,
-    read_watermark,
-    run_ingest,
-    version_folder,
-)
+from pipelines.ingest.stage import read_watermark, run_ingest
 
 N_PAPERS = 20  # the generator's minimum: one paper of every kind, some revised
 SEED = 7

@@ -15,7 +15,8 @@ from repo import REPO
 from benchmarks.real_corpus import SHARED_CORPUS
 from pipelines.common import io
 from pipelines.common.config import IngestParams
-from pipelines.common.paths import RAW_META_FILE, RAW_SOURCE_FILE, Paths
+from pipelines.common.paths import Paths
+from pipelines.common.raw_layout import RAW_META_FILE, RAW_SOURCE_FILE, version_folder
 from pipelines.ingest.arxiv.archive import Source, extract_source
 from pipelines.ingest.sample.corpus import (
     CORPUS_DIR,
@@ -24,7 +25,7 @@ from pipelines.ingest.sample.corpus import (
     build_corpus_mirror,
 )
 from pipelines.ingest.sample.layout import tar_gz
-from pipelines.ingest.stage import COUNT_KEYS, archive_limits, run_from_source, version_folder
+from pipelines.ingest.stage import COUNT_KEYS, archive_limits, run_from_source
 
 CORPUS = REPO / CORPUS_DIR
 DEFINITION = re.compile(r"\\begin\{definition\}.*?\\end\{definition\}\n?", re.DOTALL)
