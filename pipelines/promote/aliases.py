@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pipelines.common.config import PromoteParams
+from pipelines.common.locks import promotion_lock
 from pipelines.common.paths import Paths
 from pipelines.common.registry import (
     ALIASES,
@@ -21,7 +22,6 @@ from pipelines.common.registry import (
     model_files_problem,
     registry_errors,
 )
-from pipelines.promote.lock import promotion_lock
 from pipelines.promote.provenance import now
 from pipelines.promote.tags import recorded_decision
 

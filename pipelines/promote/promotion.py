@@ -58,6 +58,7 @@ import requests
 
 from pipelines.common import io
 from pipelines.common.config import Params
+from pipelines.common.locks import promotion_lock
 from pipelines.common.paths import Paths
 from pipelines.common.redact import redact, redact_url
 from pipelines.common.registry import (
@@ -81,7 +82,6 @@ from pipelines.promote.decision import (
     describe_sets,
 )
 from pipelines.promote.headline import NOT_PROMOTED, PROMOTED, promotion_headline
-from pipelines.promote.lock import promotion_lock
 from pipelines.promote.nights import log_night, publish_trend
 from pipelines.promote.provenance import dvc_lock_hashes, git_commit, now
 from pipelines.promote.run_inputs import dvc_md5_of

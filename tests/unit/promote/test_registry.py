@@ -24,6 +24,7 @@ from promotion_worlds import (
 )
 
 from pipelines.common.io import write_json, write_parquet
+from pipelines.common.locks import promotion_lock
 from pipelines.common.models import data_hash, model_fingerprint
 from pipelines.common.paths import Paths
 from pipelines.common.registry import (
@@ -37,7 +38,6 @@ from pipelines.promote import promotion, run_log
 from pipelines.promote import scoring as promote_scoring
 from pipelines.promote.aliases import rollback, status
 from pipelines.promote.formatting import format_promotion
-from pipelines.promote.lock import promotion_lock
 from pipelines.promote.promotion import PromotionResult
 from pipelines.promote.tags import recorded_decision
 
