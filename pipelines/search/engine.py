@@ -9,6 +9,7 @@ below ``search.ann_threshold`` passages, approximate above); builds the BM25 ind
 same passages (:mod:`pipelines.common.lexical`); and warms the model up with one query.
 :meth:`SearchEngine.search` then costs one short encode, one index lookup (a matrix-vector
 product when exact) and, when hybrid, one BM25 scoring and a reciprocal-rank fusion.
+:func:`search` is the one-shot form: open, answer one query.
 """
 
 from __future__ import annotations
@@ -199,3 +200,34 @@ def open_engine(
     engine = SearchEngine(model, ref, corpus, update.index, lexical, ranking)
     engine.encode_query("warm-up")  # the first forward pass allocates; users should not wait
     return engine
+
+
+def search(
+    query: str,
+    k: int,
+    paths: Paths,
+    promote: PromoteParams | None = None,
+    *,
+    alias: str | None = None,
+    version: str | None = None,
+    from_arxiv: bool = False,
+    ranking: str = DEFAULT_RANKING,
+) -> list[Hit]:
+    """The ``k`` passages most similar to ``query``, best first, under the ``alias`` (or
+    ``version``; default ``@champion``) model: one model load, the stored vectors;
+    ``ranking`` ``hybrid`` (default) fuses the model's ranking with BM25's.
+
+    ``from_arxiv``: the corpus came from arXiv (``ingest.source``), so papers get links.
+    Raises :class:`~pipelines.common.registry.NoChampionError` when the alias is unset,
+    ``FileNotFoundError`` when there is no corpus, ``ValueError`` for a bad request.
+    """
+    check_request(query, k)
+    engine = open_engine(
+        paths,
+        promote or PromoteParams(),
+        alias=alias,
+        version=version,
+        from_arxiv=from_arxiv,
+        ranking=ranking,
+    )
+    return engine.search(query, k)

@@ -17,8 +17,6 @@ from typing import Any
 import pandas as pd
 
 from pipelines.common import io
-from pipelines.common.config import PromoteParams
-from pipelines.common.lexical import DEFAULT_RANKING
 from pipelines.common.paths import Paths
 from pipelines.common.tables import TABLES
 from pipelines.search.links import paper_url, stacks_chapters
@@ -89,39 +87,6 @@ def check_request(query: str, k: int) -> None:
         ) from None
     if not 1 <= k <= MAX_K:
         raise ValueError(f"k must be at least 1 and at most {MAX_K}, got {k}")
-
-
-def search(
-    query: str,
-    k: int,
-    paths: Paths,
-    promote: PromoteParams | None = None,
-    *,
-    alias: str | None = None,
-    version: str | None = None,
-    from_arxiv: bool = False,
-    ranking: str = DEFAULT_RANKING,
-) -> list[Hit]:
-    """The ``k`` passages most similar to ``query``, best first, under the ``alias`` (or
-    ``version``; default ``@champion``) model: one model load, the stored vectors;
-    ``ranking`` ``hybrid`` (default) fuses the model's ranking with BM25's.
-
-    ``from_arxiv``: the corpus came from arXiv (``ingest.source``), so papers get links.
-    Raises :class:`~pipelines.common.registry.NoChampionError` when the alias is unset,
-    ``FileNotFoundError`` when there is no corpus, ``ValueError`` for a bad request.
-    """
-    from pipelines.search.engine import open_engine
-
-    check_request(query, k)
-    engine = open_engine(
-        paths,
-        promote or PromoteParams(),
-        alias=alias,
-        version=version,
-        from_arxiv=from_arxiv,
-        ranking=ranking,
-    )
-    return engine.search(query, k)
 
 
 def corpus_dir(paths: Paths) -> Path:

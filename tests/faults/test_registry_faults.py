@@ -18,7 +18,7 @@ from pipelines.common.registry import PromotionRefusedError
 from pipelines.promote import promotion
 from pipelines.promote.aliases import rollback
 from pipelines.promote.formatting import format_promotion
-from pipelines.search.query import search
+from pipelines.search.engine import search
 
 pytestmark = pytest.mark.usefixtures("bounded_in_time")
 

@@ -28,7 +28,8 @@ from typer.testing import CliRunner
 from pipelines import cli
 from pipelines.common.io import write_parquet
 from pipelines.common.registry import NoChampionError, version_fingerprint
-from pipelines.search.query import Hit, format_hits, search
+from pipelines.search.engine import search
+from pipelines.search.query import Hit, format_hits
 
 
 def test_search_before_anything_was_promoted_says_what_to_run(world: World) -> None:
