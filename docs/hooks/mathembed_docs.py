@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from layout_page import package_tree
-from params_page import configuration_tables, escape_prose, header_text
+from params_page import configuration_tables
 from repo_pages import repo_pages, results_pages, rewrite_links
 
 REPO = Path(__file__).resolve().parents[2]
@@ -34,8 +34,7 @@ _MARKER = re.compile(r"^<!-- generated: ([a-z-]+) -->$", re.MULTILINE)
 def generated(name: str) -> str:
     """The Markdown that stands for ``<!-- generated: name -->``."""
     if name == "configuration":
-        text = PARAMS_YAML.read_text(encoding="utf-8")
-        return f"{escape_prose(header_text(text))}\n\n{configuration_tables(text)}"
+        return configuration_tables(PARAMS_YAML.read_text(encoding="utf-8"))
     if name == "layout":
         return package_tree(REPO)
     raise ValueError(f"unknown generated block {name!r}; known: configuration, layout")

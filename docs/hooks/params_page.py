@@ -221,8 +221,3 @@ def configuration_tables(params_text: str) -> str:
             lines.append("| " + " | ".join(escape_prose(cell) for cell in row) + " |")
         lines.append("")
     return "\n".join(lines)
-
-
-def header_text(params_text: str) -> str:
-    """The comment that opens params.yaml, as one paragraph."""
-    return read_params_file(params_text).header
