@@ -338,3 +338,23 @@ def test_the_command_check_sees_a_wrong_option() -> None:
     shown = _help("search")
     assert shown.returncode == 0
     assert "--alias" in shown.stdout and "--no-such-option" not in shown.stdout
+
+
+# -- paths ------------------------------------------------------------------------------
+
+_REPO_PATH = re.compile(
+    r"`((?:pipelines|flows|benchmarks|infra|tests|corpora|metrics_rs|gx|docs)/[\w./-]*)`"
+)
+
+
+def test_every_repository_path_the_pages_name_exists() -> None:
+    # Code moves (issue 22 moves a lot): a page naming a file that is gone has drifted.
+    # Git-ignored outputs (a --quick benchmark's JSON) are named without existing.
+    missing = [
+        f"{where}: {path}"
+        for where, text in _shown_texts().items()
+        for path in sorted(set(_REPO_PATH.findall(text)))
+        if not (REPO / path).exists()
+        and subprocess.run(["git", "check-ignore", "-q", path], cwd=REPO).returncode != 0
+    ]
+    assert not missing, "\n".join(missing)
