@@ -62,7 +62,8 @@ def on_files(files: Any, config: Any) -> Any:
     if not (KATEX / "katex.min.js").is_file():
         raise FileNotFoundError(f"{KATEX} lacks katex.min.js: the docs render math with it")
     for path in sorted(KATEX.rglob("*")):
-        if path.is_file() and path.suffix in {".js", ".css", ".woff2"}:
+        # What the pages load, and KaTeX's MIT licence (the minified files carry none).
+        if path.is_file() and (path.suffix in {".js", ".css", ".woff2"} or path.name == "LICENSE"):
             uri = f"{KATEX_SITE_FOLDER}/{path.relative_to(KATEX).as_posix()}"
             files.append(File.generated(config, uri, abs_src_path=str(path)))
     return files
