@@ -192,6 +192,23 @@ def test_a_params_key_the_code_does_not_declare_stops_the_build() -> None:
 # -- links ------------------------------------------------------------------------------
 
 
+def test_a_record_shown_as_it_is_links_to_pages_or_names_repository_paths() -> None:
+    repo_pages = _hook_module("repo_pages")
+    pages = {
+        "benchmarks/results/a.md": "benchmarks/results/a.md",
+        "benchmarks/results/b.md": "benchmarks/results/b.md",
+        "operations/infra.md": "infra/README.md",
+    }
+    text = (
+        "[b](b.md#x), [a.json](a.json), [the job](../../infra/k8s/job.yaml), "
+        "[i](../../infra/README.md)"
+    )
+    assert repo_pages.rewrite_links(text, "benchmarks/results/a.md", pages) == (
+        "[b](b.md#x), `benchmarks/results/a.json`, the job (`infra/k8s/job.yaml`), "
+        "[i](../../operations/infra.md)"
+    )
+
+
 def test_every_relative_link_of_the_site_lands_on_a_page_and_an_anchor(site: Path) -> None:
     pages = {page: _read(page) for page in _html_pages(site)}
     broken: list[str] = []
