@@ -52,17 +52,21 @@ def test_a_hit_names_its_statements_escaped() -> None:
     )
 
 
-def test_statements_are_found_in_the_passages_they_run_over() -> None:
+PROOF = "Proof. Every finitely generated module over a local ring is free: Nakayama."
+
+
+def test_statements_are_found_in_the_passages_they_or_their_proofs_run_over() -> None:
     chunks = pd.DataFrame(
         {
-            "chunk_id": ["a#c1", "a#c0", "b#c0"],
-            "paper_id": ["a", "a", "b"],
-            "chunk_index": [1, 0, 0],
+            "chunk_id": ["a#c1", "a#c0", "b#c0", "a#c2"],
+            "paper_id": ["a", "a", "b", "a"],
+            "chunk_index": [1, 0, 0, 2],
             "text": [
                 "local when it has one maximal ideal, and it ends here. Lemma two: every module "
                 "over a local ring is free here.",
                 "Definition one: a ring is local when it has one maximal ideal, and it",
                 "Lemma two: every module over a local ring is free here, in paper b.",
+                PROOF,
             ],
         }
     )
@@ -78,12 +82,16 @@ def test_statements_are_found_in_the_passages_they_run_over() -> None:
                 "Lemma two: every module over a local ring is free here.",
                 "A statement no passage of this paper holds at all.",
             ],
+            "proof": ["", PROOF, ""],
         }
     )
     found = statements_by_passage(chunks, statements)
     local = StatementRef("a#s0", "definition", "", "def-local")
     two = StatementRef("a#s1", "lemma", "Two", "lemma-two")
-    assert found == {"a#c0": (local,), "a#c1": (local, two)}  # b's like text is not a's
+    # b's like text is not a's; the passage holding only lemma two's proof belongs to it
+    assert found == {"a#c0": (local,), "a#c1": (local, two), "a#c2": (two,)}
+    without_proofs = statements_by_passage(chunks, statements.drop(columns="proof"))
+    assert without_proofs == {"a#c0": (local,), "a#c1": (local, two)}
 
 
 def test_a_statements_table_without_its_columns_is_refused() -> None:
