@@ -86,6 +86,9 @@ PAPERS_SCHEMA = pa.schema(
         # a label never holds one): a paper's own descriptions of the statements it uses
         ("citing_sentences", pa.list_(pa.string())),
         ("citing_labels", pa.list_(pa.string())),
+        # where a reader finds the paper, as ingest recorded it (its abstract page on arXiv,
+        # a Stacks chapter's source); "" when no true link is known (the synthetic sample)
+        ("url", pa.string()),
     ]
 )
 CHUNKS_SCHEMA = pa.schema(

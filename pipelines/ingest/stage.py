@@ -72,6 +72,7 @@ from pipelines.ingest.arxiv.archive import (
 from pipelines.ingest.arxiv.atom import (
     Entry,
     RejectedEntry,
+    abs_page,
     format_timestamp,
     parse_timestamp,
 )
@@ -96,6 +97,14 @@ LIMIT_KEYS = {
 }
 
 Outcome = Literal["tex", "abstract_only", "withdrawn", "skipped", "quarantined", "failed"]
+#: Paper id -> where a reader finds the paper (``meta.json``'s ``url``), or ``None`` when no
+#: true link is known; chosen per source by :func:`run_from_source`.
+LinkRule = Callable[[str], str | None]
+
+
+def no_link(paper_id: str) -> None:
+    """The rule for a source whose ids name no real paper (the synthetic sample)."""
+    return None
 
 
 @dataclass
@@ -163,6 +172,7 @@ def meta_record(
     source_kind: Literal["tex", "abstract_only", "withdrawn"],
     source: Source | None,
     fetched_at: str,
+    url: str | None,
 ) -> dict[str, Any]:
     """``meta.json`` as the data contract defines it."""
     return {
@@ -184,6 +194,9 @@ def meta_record(
         # written, and this says what is missing (a chapter's \input{chapters}, say).
         "unresolved_includes": list(source.unresolved) if source else [],
         "fetched_at": fetched_at,
+        # Where a reader finds the paper (its abstract page on arXiv, a mirror's
+        # equivalent); prepare carries it to the papers table, search links hits to it.
+        "url": url,
     }
 
 
@@ -195,6 +208,7 @@ def store_version(
     eprint: bytes | None,
     source: Source | None,
     fetched_at: str,
+    url: str | None,
 ) -> Path:
     """Write one version folder: ``eprint.bin``, ``source.tex``, then ``meta.json``."""
     folder = version_folder(raw_dir, entry.paper_id, entry.version)
@@ -204,7 +218,9 @@ def store_version(
         io.write_bytes(folder / RAW_EPRINT_FILE, eprint)
     if source is not None:
         io.write_text(folder / RAW_SOURCE_FILE, source.text)
-    meta = meta_record(entry, source_kind=source_kind, source=source, fetched_at=fetched_at)
+    meta = meta_record(
+        entry, source_kind=source_kind, source=source, fetched_at=fetched_at, url=url
+    )
     io.write_json(folder / RAW_META_FILE, meta)
     return folder
 
@@ -325,12 +341,14 @@ class _Run:
         client: ArxivClient,
         report: IngestReport,
         fetched_at: str,
+        link: LinkRule,
     ) -> None:
         self.params = params
         self.paths = paths
         self.client = client
         self.report = report
         self.fetched_at = fetched_at
+        self.link = link
         self.limits = archive_limits(params)
         self.watermark = report.watermark_before
         # Set at the first download that failed for now: the watermark must not pass it.
@@ -476,6 +494,7 @@ class _Run:
             eprint=eprint,
             source=source,
             fetched_at=self.fetched_at,
+            url=self.link(entry.paper_id),
         )
         _clear_quarantine(self.paths.quarantine, entry.versioned_id)
         self.report.stored.append(entry.versioned_id)
@@ -573,6 +592,7 @@ def run_ingest(
     now: datetime | None = None,
     progress: bool = True,
     clock: Callable[[], float] = time.monotonic,
+    link: LinkRule = no_link,
 ) -> IngestReport:
     """Harvest what is new since the watermark into ``paths.raw``; see the module docstring.
 
@@ -580,7 +600,7 @@ def run_ingest(
     ``fetched_at`` of what is stored. At most ``params.max_papers`` papers are handled
     (skipped ones do not count); the rest waits for the next run. Progress goes to the
     bar on a terminal and, every :data:`~pipelines.ingest.progress.LOG_EVERY_SECONDS` of
-    ``clock``, to the log.
+    ``clock``, to the log. ``link`` gives each stored version its ``url``.
     """
     moment = datetime.now(UTC) if now is None else now
     io.ensure_quarantine(paths.quarantine, STAGE)
@@ -591,7 +611,7 @@ def run_ingest(
         window_to=format_timestamp(moment),
         watermark_before=watermark,
     )
-    run = _Run(params, paths, client, report, fetched_at=format_timestamp(moment))
+    run = _Run(params, paths, client, report, fetched_at=format_timestamp(moment), link=link)
     run.retry_limit_refusals()
     counts = report.counts
     handled = 0
@@ -690,22 +710,25 @@ def _logs_beside(bar: Any) -> AbstractContextManager[Any]:
 
 
 def run_from_source(params: IngestParams, paths: Paths, *, progress: bool) -> IngestReport:
-    """Run :func:`run_ingest` against ``ingest.source``: the live arXiv API, or the sample
-    mirror served on 127.0.0.1 for the length of the run."""
+    """Run :func:`run_ingest` against ``ingest.source``: the live arXiv API (papers link to
+    their abstract pages), or the sample mirror served on 127.0.0.1 for the length of the
+    run (papers link where the mirror says: a Stacks chapter to its source)."""
     if params.source == "arxiv":
         with ArxivClient.from_params(params) as client:
-            return run_ingest(params, paths, client=client, progress=progress)
+            return run_ingest(params, paths, client=client, progress=progress, link=abs_page)
     if not (paths.mirror / ENTRIES_FILE).is_file():
         raise FileNotFoundError(
             f"the sample mirror {paths.mirror} is missing (no {ENTRIES_FILE}); "
             "run mathembed sample first"
         )
-    # Imported here: only the sample source needs the mirror server.
+    # Imported here: only the sample source needs the mirror.
+    from pipelines.ingest.sample.corpus import paper_links
     from pipelines.ingest.sample.server import MirrorServer
 
+    links = paper_links(paths.mirror)
     with (
         MirrorServer(paths.mirror) as server,
         # The mirror is local: no need to keep arXiv's 3 s between requests.
         ArxivClient.from_params(params, base_url=server.base_url, delay_seconds=0.0) as client,
     ):
-        return run_ingest(params, paths, client=client, progress=progress)
+        return run_ingest(params, paths, client=client, progress=progress, link=links.get)

@@ -57,6 +57,7 @@ def paper_row(
         "n_statements": n_statements,
         "citing_sentences": [citation.sentence for citation in citations],
         "citing_labels": [",".join(citation.refs) for citation in citations],
+        "url": meta.get("url") or "",
     }
 
 

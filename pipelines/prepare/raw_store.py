@@ -63,7 +63,7 @@ def validate_meta(meta: Any, folder: Path) -> dict[str, Any]:
         value = meta.get(key) or []
         if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
             raise ValueError(f"meta.json {key} is not a list of strings")
-    for key in ("title", "abstract", "primary_category", "published", "updated"):
+    for key in ("title", "abstract", "primary_category", "published", "updated", "url"):
         value = meta.get(key)
         if value is not None and not isinstance(value, str):
             raise ValueError(f"meta.json {key} is not a string")

@@ -21,6 +21,9 @@ QUERY_ID = r"q[0-9a-f]{12}"
 ISO_UTC = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z"
 CATEGORY = r"[a-z][a-z\-]*(?:\.[A-Za-z][A-Za-z\-]*)?"
 SHA256_HEX = r"[0-9a-f]{64}"
+#: A paper's link: the search page puts it in an ``href``, so nothing but https (no
+#: ``javascript:``), no spaces; or nothing at all.
+LINK = r"(?:https://[^\s\"'<>]+)?"
 
 # In text cleaned by the prepare stage ``$`` only delimits math and a literal dollar is
 # ``\$``; formatting commands are gone, so a ``\command`` outside math is markup left

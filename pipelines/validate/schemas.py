@@ -55,6 +55,7 @@ from pipelines.validate.formats import (
     CATEGORY,
     CHUNK_ID,
     ISO_UTC,
+    LINK,
     QUERY_ID,
     SHA256_HEX,
     STATEMENT_ID,
@@ -87,6 +88,7 @@ class PapersSchema(pa.DataFrameModel):
     n_statements: Series[int] = pa.Field(ge=0)
     citing_sentences: Series[object]  # the sentences that cite a label, cleaned
     citing_labels: Series[object]  # ... and the labels each cites, comma-separated
+    url: Series[str]  # where a reader finds the paper; "" when no true link is known
 
     class Config:
         strict = True  # no column beyond the contract's
@@ -132,6 +134,10 @@ class PapersSchema(pa.DataFrameModel):
     @pa.check("content_hash", name="sha256_format")
     def _content_hash(cls, values: pd.Series) -> pd.Series:
         return matches(values, SHA256_HEX)
+
+    @pa.check("url", name="link_format")
+    def _url(cls, values: pd.Series) -> pd.Series:
+        return matches(values, LINK)
 
     @pa.dataframe_check(name="updated_not_before_published")
     def _updated(cls, frame: pd.DataFrame) -> pd.Series:

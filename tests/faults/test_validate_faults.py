@@ -70,6 +70,7 @@ def consistent_tables(n_papers: int = 3, chunks_per_paper: int = 2) -> Tables:
             "n_statements": [1] + [0] * (n_papers - 1),
             "citing_sentences": [[] for _ in paper_ids],
             "citing_labels": [[] for _ in paper_ids],
+            "url": [f"https://arxiv.org/abs/{paper_id}" for paper_id in paper_ids],
         }
     )
     chunks = pd.DataFrame(

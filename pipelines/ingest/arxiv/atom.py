@@ -28,6 +28,8 @@ _ENTRY_ID = re.compile(
     r"v(?P<version>\d+)"
 )
 _CATEGORY = re.compile(r"[a-z][a-z-]*(?:\.[A-Za-z][A-Za-z-]*)?")
+#: Where a reader finds a paper on arXiv: its abstract page, unversioned (the latest).
+ARXIV_ABS = "https://arxiv.org/abs/"
 _WITHDRAWN = re.compile(r"\bwithdrawn\b", re.IGNORECASE)
 _WHITESPACE = re.compile(r"\s+")
 
@@ -91,6 +93,11 @@ def parse_paper_id(text: str) -> tuple[str, int]:
     if version < 1:
         raise ValueError(f"{text!r}: versions start at 1")
     return match["paper_id"], version
+
+
+def abs_page(paper_id: str) -> str:
+    """The abstract page of ``paper_id`` on arXiv: ``https://arxiv.org/abs/2401.00007``."""
+    return f"{ARXIV_ABS}{paper_id}"
 
 
 def format_timestamp(moment: datetime) -> str:

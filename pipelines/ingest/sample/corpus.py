@@ -60,6 +60,10 @@ ID_YYMM = "2607"  # the corpus commit's month (2026-07)
 CORPUS_MANIFEST_FORMAT = 1
 SUMMARY_CHARS = 600
 STACKS_URL = "https://stacks.math.columbia.edu"
+#: The commit ``corpora/stacks-project/`` was copied from, byte for byte (its README).
+STACKS_COMMIT = "4ac4815d5a00dc2eacab7824cf4e4baafe2773ac"
+#: A chapter's LaTeX source at that commit: ``STACKS_SOURCE + "categories.tex"``.
+STACKS_SOURCE = f"https://github.com/stacks/stacks-project/blob/{STACKS_COMMIT}/"
 
 
 # -- the manifest ---------------------------------------------------------------------
@@ -138,6 +142,18 @@ def load_corpus_manifest(mirror_dir: Path) -> CorpusManifest:
     if not path.is_file():
         raise FileNotFoundError(f"{path} not found; run mathembed sample first")
     return CorpusManifest.from_json(read_json(path))
+
+
+def paper_links(mirror_dir: Path) -> dict[str, str]:
+    """Paper id -> where a reader finds the paper, for the Stacks mirror in ``mirror_dir``:
+    its chapter's source at the copied commit. Empty for any other mirror or none: the
+    synthetic sample's ids look like arXiv ids but name no real paper, and a link is
+    given only when it is true."""
+    try:
+        manifest = load_corpus_manifest(mirror_dir)
+    except (FileNotFoundError, ValueError, KeyError, TypeError):
+        return {}
+    return {record.paper_id: f"{STACKS_SOURCE}{record.chapter}" for record in manifest.versions}
 
 
 # -- pure parts -----------------------------------------------------------------------

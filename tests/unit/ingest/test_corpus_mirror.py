@@ -29,6 +29,7 @@ from pipelines.ingest.sample.corpus import (
     CATEGORY,
     CORPUS_DIR,
     PREAMBLE,
+    STACKS_SOURCE,
     CorpusManifest,
     build_corpus_mirror,
     chapter_paper_id,
@@ -271,6 +272,7 @@ def test_ingest_harvests_every_chapter_as_its_own_main_file(
         assert meta["main_file"] == record.chapter  # not preamble.tex
         assert meta["encoding"] == "utf-8"
         assert meta["unresolved_includes"] == ["chapters"]  # recorded, not lost
+        assert meta["url"] == STACKS_SOURCE + record.chapter  # where a reader finds it
         source = (stored / RAW_SOURCE_FILE).read_text(encoding="utf-8")
         chapter = (CORPUS / record.chapter).read_text(encoding="utf-8")
         body = chapter[chapter.index("\\begin{document}") :]

@@ -63,6 +63,7 @@ META_KEYS = {
     "encoding",
     "unresolved_includes",
     "fetched_at",
+    "url",
 }
 QUARANTINE_REASONS = {
     "truncated_gzip": "truncated gzip",
@@ -447,6 +448,7 @@ def test_full_run_stores_every_kind_as_the_contract_says(
         assert (meta["paper_id"], meta["version"]) == (record.paper_id, record.version)
         assert meta["updated"] == record.updated
         assert meta["fetched_at"] == "2024-06-01T00:00:00Z"
+        assert meta["url"] is None  # the synthetic ids look like arXiv's but name no paper
         if record.kind == "withdrawn":
             assert meta["source_kind"] == "withdrawn"
             assert sorted(p.name for p in folder.iterdir()) == [META_FILE]

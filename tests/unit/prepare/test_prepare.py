@@ -50,6 +50,7 @@ def write_version(
     tex: str | bytes | None = None,
     abstract: str = "We study things. This abstract is long enough to be a passage.",
     with_meta: bool = True,
+    url: str | None = None,
 ) -> Path:
     folder = raw / safe_name(paper_id) / f"v{version}"
     folder.mkdir(parents=True)
@@ -73,16 +74,21 @@ def write_version(
         "encoding": "utf-8" if kind == "tex" else None,
         "fetched_at": "2024-01-10T00:00:00Z",
     }
+    if url is not None:  # a raw store written before ingest recorded links has no url
+        meta["url"] = url
     if with_meta:
         (folder / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
     return folder
+
+
+ARXIV_PAGE = "https://arxiv.org/abs/2401.00001"
 
 
 def build_store(root: Path) -> Path:
     """v1+v2 of one paper, an abstract-only, a withdrawn, a broken, an old-style id, junk."""
     raw = Paths(root).raw
     write_version(raw, "2401.00001", 1, "tex", tex=paper_tex("partition"))
-    write_version(raw, "2401.00001", 2, "tex", tex=paper_tex("composition"))
+    write_version(raw, "2401.00001", 2, "tex", tex=paper_tex("composition"), url=ARXIV_PAGE)
     write_version(raw, "2401.00002", 1, "abstract_only", abstract="Only an $x$ abstract here.")
     write_version(raw, "2401.00003", 1, "tex", tex=paper_tex("tableau"))
     write_version(raw, "2401.00003", 2, "withdrawn")
@@ -145,6 +151,8 @@ def test_stage_outputs_latest_versions_and_counts_add_up(store: Path) -> None:
     assert rows["2401.00001"]["version"] == 2, "the new version supersedes the old one"
     assert rows["2401.00001"]["title"] == "On 2401.00001", "titles are cleaned"
     assert rows["2401.00001"]["authors"] == ["A. Author", "B. Author"]
+    assert rows["2401.00001"]["url"] == ARXIV_PAGE, "the link ingest recorded"
+    assert rows["math/0501001"]["url"] == "", "none recorded: no link"
     source = Paths(store).raw / "2401.00001" / "v2" / "source.tex"
     assert rows["2401.00001"]["content_hash"] == hashlib.sha256(source.read_bytes()).hexdigest()
 
@@ -355,6 +363,7 @@ def test_bad_knobs_are_a_config_error(tmp_path: Path) -> None:
             {"paper_id": "2401.00009", "version": 1, "source_kind": "tex", "authors": "A"},
             "authors",
         ),
+        ({"paper_id": "2401.00009", "version": 1, "source_kind": "tex", "url": 7}, "url"),
     ],
 )
 def test_invalid_meta_is_quarantined_with_the_fault(

@@ -49,6 +49,7 @@ def valid_rows() -> dict[str, list[dict[str, Any]]]:
                 "n_statements": 1,
                 "citing_sentences": ["Every partition has one, by Definition [ref]."],
                 "citing_labels": ["def:durfee"],
+                "url": "https://arxiv.org/abs/2401.00001",
             },
             {
                 "paper_id": "math.AG/0501001",
@@ -66,6 +67,7 @@ def valid_rows() -> dict[str, list[dict[str, Any]]]:
                 "n_statements": 0,
                 "citing_sentences": [],
                 "citing_labels": [],
+                "url": "",  # no true link known
             },
         ],
         "chunks": [
@@ -366,6 +368,8 @@ BREAKS: list[tuple[str, Mutation, str]] = [
     ("papers", duplicate_first_row, "unique_id"),
     ("papers", set_cell("citing_labels", []), "citing_aligned"),
     ("papers", set_cell("citing_sentences", [3]), "citing_sentences:string_list"),
+    ("papers", set_cell("url", "javascript:alert(1)"), "url:link_format"),  # it becomes an href
+    ("papers", set_cell("url", "http://arxiv.org/abs/2401.00001"), "url:link_format"),
     ("chunks", set_cell("chunk_index", 1), "chunk_id_spells_paper_version_index"),
     ("chunks", set_cell("version", 1), "chunk_id_spells_paper_version_index"),
     (
