@@ -10,6 +10,7 @@ request, the hit, the corpus and how hits are printed.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,7 +58,7 @@ class Corpus:
     chunks: pd.DataFrame
     titles: dict[str, str]
     urls: dict[str, str | None]
-    statements: dict[str, tuple[StatementRef, ...]] = field(default_factory=dict)
+    statements: Mapping[str, tuple[StatementRef, ...]] = field(default_factory=dict)
 
     def hit(self, row: int, score: float) -> Hit:
         chunk = self.chunks.iloc[row]
