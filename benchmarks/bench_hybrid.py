@@ -41,6 +41,7 @@ sys.path.insert(0, str(REPO_ROOT))
 
 import metrics_rs  # noqa: E402 -- after the path is set
 from pipelines.common import quiet  # noqa: E402
+from pipelines.common.candidate_metadata import recorded_base_model  # noqa: E402
 from pipelines.common.config import load_params  # noqa: E402
 from pipelines.common.embeddings import (  # noqa: E402
     LazyModel,
@@ -55,9 +56,7 @@ from pipelines.evaluate.scoring import embed_eval_set, paired_test_p_value  # no
 from pipelines.evaluate.sources import (  # noqa: E402
     ModelSource,
     base_model_source,
-    base_spec_from_metadata,
     local_model_source,
-    read_model_metadata,
 )
 from pipelines.search.index import PassageIndex  # noqa: E402
 
@@ -230,8 +229,7 @@ def main() -> None:
     params = load_params(args.project / "params.yaml")
     eval_set = load_eval_set(paths)
     store = open_store(paths)
-    metadata = read_model_metadata(paths.candidate)
-    base = base_spec_from_metadata(metadata)
+    base = recorded_base_model(paths.candidate)
     sources = [local_model_source("candidate", paths.candidate)]
     sources += [base_model_source(base)] if base is not None else []
 

@@ -59,6 +59,7 @@ from benchmarks.machine import (  # noqa: E402
     to_jsonable,
 )
 from pipelines.common import io, offline, quiet  # noqa: E402
+from pipelines.common.candidate_metadata import BaseModelSpec, recorded_base_model  # noqa: E402
 from pipelines.common.config import Params, load_params  # noqa: E402
 from pipelines.common.embeddings import matryoshka  # noqa: E402
 from pipelines.common.lexical import FUSION_DEPTH, RRF_K, LexicalIndex, fuse  # noqa: E402
@@ -88,11 +89,8 @@ from pipelines.evaluate.scoring import (  # noqa: E402
 from pipelines.evaluate.sources import (  # noqa: E402
     BASE,
     CANDIDATE,
-    BaseModelSpec,
     base_model_source,
-    base_spec_from_metadata,
     local_model_source,
-    read_model_metadata,
 )
 from pipelines.evaluate.stage import LEXICAL, SET_METRICS, sets_block  # noqa: E402
 from pipelines.search.index import PassageIndex  # noqa: E402
@@ -159,7 +157,7 @@ def read_eval_set(
 
 def base_spec(candidate_dir: Path, params: Params, base: str | None) -> BaseModelSpec:
     """The candidate's recorded base model (``base`` overrides its name), else params.yaml's."""
-    recorded = base_spec_from_metadata(read_model_metadata(candidate_dir))
+    recorded = recorded_base_model(candidate_dir)
     if recorded is None:
         train = params.train
         recorded = BaseModelSpec(train.base_model, train.pooling, train.max_seq_length)

@@ -42,16 +42,12 @@ def evaluate(
     metrics/headline.json (the DVC metric), metrics/eval.json (every score),
     metrics/eval_per_query.parquet and reports/eval/ (metrics.csv, plot data, figures).
     """
+    from pipelines.common.candidate_metadata import BaseModelSpec, recorded_base_model
     from pipelines.common.models import ModelLoadError
     from pipelines.common.paths import Paths
     from pipelines.common.rounding import format_p_value
     from pipelines.evaluate.headline import PairedTest
     from pipelines.evaluate.reports import headline_metrics
-    from pipelines.evaluate.sources import (
-        BaseModelSpec,
-        base_spec_from_metadata,
-        read_model_metadata,
-    )
     from pipelines.evaluate.stage import EvalOutputs, run_evaluate
 
     log_progress()  # the embedding's progress reaches dvc's output and the flow log
@@ -61,7 +57,7 @@ def evaluate(
     with stage_command("evaluate", params, root, bad_input) as loaded:
         # The base is the model the candidate was fine-tuned from, as train recorded it;
         # params.yaml's train section only stands in when the candidate did not record one.
-        recorded = base_spec_from_metadata(read_model_metadata(candidate_dir))
+        recorded = recorded_base_model(candidate_dir)
         train, promote = loaded.train, loaded.promote
         report = run_evaluate(
             loaded.evaluate,

@@ -2,33 +2,23 @@
 each as a :class:`ModelSource` (a fingerprint to key the embedding cache, and a loader
 that runs only on a cache miss).
 
-The base model is the one the candidate recorded in its ``mathembed.json`` (``base_model``
-with ``params.pooling`` and ``params.max_seq_length``).
+The base model is the one the candidate recorded in its ``mathembed.json``
+(:attr:`pipelines.common.candidate_metadata.CandidateMetadata.base_spec`).
 """
 
 from __future__ import annotations
 
-import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipelines.common import io, models
+from pipelines.common import models
+from pipelines.common.candidate_metadata import BaseModelSpec
 from pipelines.common.embeddings import TextEncoder
-from pipelines.common.paths import MODEL_METADATA_FILE
 
 CANDIDATE = "candidate"
 BASE = "base"
-
-
-@dataclass(frozen=True)
-class BaseModelSpec:
-    """The base model as the train stage loads it (``train.base_model`` and its knobs)."""
-
-    name_or_path: str
-    pooling: models.Pooling
-    max_seq_length: int
 
 
 @dataclass(frozen=True)
@@ -39,31 +29,6 @@ class ModelSource:
     fingerprint: str
     load: Callable[[], TextEncoder]
     info: dict[str, Any] = field(default_factory=dict)
-
-
-def read_model_metadata(model_dir: Path) -> dict[str, Any]:
-    """``mathembed.json`` of a model folder written by train (``{}`` when absent)."""
-    path = model_dir / MODEL_METADATA_FILE
-    if not path.is_file():
-        return {}
-    metadata = io.read_json(path)
-    if not isinstance(metadata, dict):
-        raise ValueError(f"{path}: expected a JSON object, got {type(metadata).__name__}")
-    return metadata
-
-
-def matryoshka_dims_of(metadata: Mapping[str, Any]) -> list[int]:
-    """The Matryoshka dims train recorded (top level, or inside ``params``), else ``[]``."""
-    dims = metadata.get("matryoshka_dims")
-    if dims is None and isinstance(metadata.get("params"), Mapping):
-        dims = metadata["params"].get("matryoshka_dims")
-    if not dims:
-        return []
-    if not isinstance(dims, list) or not all(isinstance(d, int) and d > 0 for d in dims):
-        raise ValueError(
-            f"{MODEL_METADATA_FILE}: matryoshka_dims must be positive ints, got {dims!r}"
-        )
-    return dims
 
 
 def check_model_dir(model_dir: Path, name: str) -> None:
@@ -113,20 +78,3 @@ def base_model_source(spec: BaseModelSpec) -> ModelSource:
         "fingerprint": fingerprint,
     }
     return ModelSource(BASE, fingerprint, load, info)
-
-
-def base_spec_from_metadata(metadata: Mapping[str, Any]) -> BaseModelSpec | None:
-    """The base model the candidate recorded in ``mathembed.json``, when complete."""
-    params = metadata.get("params")
-    base = metadata.get("base_model")
-    if not isinstance(base, str) or not isinstance(params, Mapping):
-        return None
-    pooling, max_seq_length = params.get("pooling"), params.get("max_seq_length")
-    if pooling is None or not isinstance(max_seq_length, int):
-        return None
-    if pooling not in typing.get_args(models.Pooling):
-        raise ValueError(
-            f"{MODEL_METADATA_FILE}: params.pooling {pooling!r} is not one of "
-            f"{list(typing.get_args(models.Pooling))}; retrain the candidate"
-        )
-    return BaseModelSpec(base, pooling, max_seq_length)

@@ -66,6 +66,11 @@ import numpy as np
 import pandas as pd
 
 from pipelines.common import io
+from pipelines.common.candidate_metadata import (
+    BaseModelSpec,
+    CandidateMetadata,
+    read_candidate_metadata,
+)
 from pipelines.common.config import EvaluateParams
 from pipelines.common.paths import MODEL_METADATA_FILE, Paths
 from pipelines.common.rounding import round_p_value
@@ -93,14 +98,10 @@ from pipelines.evaluate.scoring import (
 from pipelines.evaluate.sources import (
     BASE,
     CANDIDATE,
-    BaseModelSpec,
     ModelSource,
     base_model_source,
-    base_spec_from_metadata,
     check_model_dir,
     local_model_source,
-    matryoshka_dims_of,
-    read_model_metadata,
 )
 
 # eval.json keys that are not model names; an extra model may not take one of them.
@@ -186,8 +187,8 @@ def _candidate_dims(requested: Sequence[int], full_dim: int, candidate_dir: Path
     return sorted({full_dim, *requested}, reverse=True)
 
 
-def _dims_to_score(params: EvaluateParams, metadata: Mapping[str, Any]) -> list[int]:
-    dims = list(params.dims) or matryoshka_dims_of(metadata)
+def _dims_to_score(params: EvaluateParams, metadata: CandidateMetadata) -> list[int]:
+    dims = list(params.dims) or list(metadata.matryoshka_dims)
     if any(d < 1 for d in dims):
         raise ValueError(f"params.yaml evaluate.dims must be positive integers, got {dims}")
     return dims
@@ -220,8 +221,8 @@ def run_evaluate(
 
     eval_set = load_eval_set(paths)
     check_model_dir(candidate_dir, CANDIDATE)
-    metadata = read_model_metadata(candidate_dir)
-    base_model = base_model or base_spec_from_metadata(metadata)
+    metadata = read_candidate_metadata(candidate_dir) or CandidateMetadata()
+    base_model = base_model or metadata.base_spec
     if base_model is None:
         raise ValueError(
             f"{candidate_dir / MODEL_METADATA_FILE} does not name the base model (base_model, "

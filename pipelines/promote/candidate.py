@@ -8,6 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.common import io
+from pipelines.common.candidate_metadata import (
+    CandidateMetadata,
+    CandidateMetadataError,
+    read_candidate_metadata,
+)
 from pipelines.common.models import data_hash, model_fingerprint
 from pipelines.common.paths import MODEL_METADATA_FILE, Paths
 from pipelines.common.registry import PromotionRefusedError
@@ -20,16 +25,15 @@ class Candidate:
 
     directory: Path
     fingerprint: str
-    metadata: dict[str, Any]
+    metadata: CandidateMetadata
 
     @property
     def data_hash(self) -> str | None:
-        value = self.metadata.get("data_hash")
-        return str(value) if value else None
+        return self.metadata.data_hash
 
     @property
     def base_model(self) -> str:
-        return str(self.metadata.get("base_model", "unknown"))
+        return self.metadata.base_model or "unknown"
 
 
 def load_candidate(candidate_dir: Path) -> Candidate:
@@ -40,21 +44,24 @@ def load_candidate(candidate_dir: Path) -> Candidate:
             "(`dvc repro` runs train and evaluate), then run `mathembed promote`"
         )
     metadata_path = candidate_dir / MODEL_METADATA_FILE
-    if not metadata_path.is_file():
+    try:
+        metadata = read_candidate_metadata(candidate_dir)
+    except CandidateMetadataError as error:
+        raise PromotionRefusedError(str(error)) from error
+    if metadata is None:
         raise PromotionRefusedError(
             f"{metadata_path} not found: this folder was not written by the train stage; "
             "retrain it with `dvc repro train`"
         )
-    metadata = io.read_json(metadata_path)
-    if not isinstance(metadata, dict) or not isinstance(metadata.get("fingerprint"), str):
+    if metadata.fingerprint is None:
         raise PromotionRefusedError(
             f"{metadata_path} has no 'fingerprint'; retrain it with `dvc repro train`"
         )
     actual = model_fingerprint(candidate_dir)
-    if actual != metadata["fingerprint"]:
+    if actual != metadata.fingerprint:
         raise PromotionRefusedError(
             f"{candidate_dir} was changed after training: its files hash to {actual[:12]}…, "
-            f"{MODEL_METADATA_FILE} records {metadata['fingerprint'][:12]}…; retrain it with "
+            f"{MODEL_METADATA_FILE} records {metadata.fingerprint[:12]}…; retrain it with "
             "`dvc repro train`"
         )
     return Candidate(candidate_dir, actual, metadata)

@@ -369,7 +369,6 @@ def _card_facts(
 ) -> CardFacts:
     """What the model card states, from the decision and the project's files."""
     hashes = dvc_lock_hashes(paths)
-    training = candidate.metadata.get("params")
     return CardFacts(
         registered_model=params.promote.registered_model,
         fingerprint=candidate.fingerprint,
@@ -387,7 +386,7 @@ def _card_facts(
         test_method=params.promote.test_method,
         significance_metric=params.promote.significance_metric,
         git_commit=git_commit(paths.root),
-        training_params=dict(training) if isinstance(training, Mapping) else {},
+        training_params=dict(candidate.metadata.train_params),
     )
 
 

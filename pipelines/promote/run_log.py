@@ -240,7 +240,7 @@ def log_run(
         # Provenance a person looks up rather than reads: files, not dozens of tags.
         mlflow.log_dict(hashes, "provenance/dvc_lock_hashes.json")
         mlflow.log_dict(_read_json_or_empty(paths.metric_file("data")), "provenance/data.json")
-        mlflow.log_dict(dict(candidate.metadata), MODEL_METADATA_FILE)
+        mlflow.log_dict(candidate.metadata.as_json(), MODEL_METADATA_FILE)
         mlflow.log_dict(dict(data_quality), "data_quality.json")
         for folder, artifact_path in (
             (paths.eval_reports, "eval_report"),
@@ -307,13 +307,12 @@ def logged_params(params: Params, candidate: Candidate) -> dict[str, Any]:
     ``--params`` file, which may differ from the one the model was trained with;
     ``evaluate.*`` and ``promote.*`` are this promotion's scoring and rule.
     """
-    trained_with = candidate.metadata.get("params")
     decided_with = {
         "evaluate": dataclasses.asdict(params.evaluate),
         "promote": dataclasses.asdict(params.promote),
     }
     return {
-        **_flatten(trained_with if isinstance(trained_with, Mapping) else {}, "train."),
+        **_flatten(candidate.metadata.train_params, "train."),
         **_flatten(decided_with),
     }
 

@@ -41,7 +41,6 @@ from pipelines.evaluate.sources import (
     CANDIDATE,
     ModelSource,
     base_model_source,
-    base_spec_from_metadata,
     local_model_source,
 )
 from pipelines.promote.candidate import Candidate
@@ -78,7 +77,7 @@ def score_for_promotion(
 ) -> ScoredModels:
     """Score candidate, base and champion on the validated queries, at each one's full dim."""
     eval_set = load_eval_set(paths)
-    base_spec = base_spec_from_metadata(candidate.metadata)
+    base_spec = candidate.metadata.base_spec
     if base_spec is None:
         raise PromotionRefusedError(
             f"{candidate.directory / MODEL_METADATA_FILE} does not name its base model "

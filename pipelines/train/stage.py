@@ -81,6 +81,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from pipelines.common import io
+from pipelines.common.candidate_metadata import CandidateMetadata
 from pipelines.common.config import TrainParams
 from pipelines.common.models import ModelLoadError, data_hash, load_base_model, model_fingerprint
 from pipelines.common.paths import MODEL_METADATA_FILE, TRAINING_RUN_FILE, Paths
@@ -341,16 +342,13 @@ def _train(
     if evaluator is not None and kept is not None:
         show_kept_scores(trainer.model, evaluator, trainer.state.log_history, kept["step"])
     trained_at = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-    metadata = {
-        "base_model": params.base_model,
-        "pooling": params.pooling,
-        "matryoshka_dims": list(dims),
-        "embedding_dimension": dimension,
-        "max_seq_length": params.max_seq_length,
-        "params": dataclasses.asdict(params),
-        "data_hash": pairs_hash,
-        "trained_at": trained_at,
-    }
+    metadata = CandidateMetadata.of_training(
+        dataclasses.asdict(params),
+        matryoshka_dims=dims,
+        embedding_dimension=dimension,
+        data_hash=pairs_hash,
+        trained_at=trained_at,
+    )
     output = paths.candidate
     extra_files = {TRAINING_RUN_FILE: run_record(tracking)} if tracking else {}
     with disk_errors(output.parent):
@@ -455,7 +453,7 @@ def _shown_path(path: Path, root: Path) -> str:
 def _publish_candidate(
     model: SentenceTransformer,
     output: Path,
-    metadata: dict[str, Any],
+    metadata: CandidateMetadata,
     extra_files: Mapping[str, Any] | None = None,
     *,
     card_note: str = "",
@@ -481,7 +479,9 @@ def _publish_candidate(
         for name, content in (extra_files or {}).items():
             io.write_json(staging / name, content)
         fingerprint = model_fingerprint(staging)
-        io.write_json(staging / MODEL_METADATA_FILE, {"fingerprint": fingerprint, **metadata})
+        io.write_json(
+            staging / MODEL_METADATA_FILE, metadata.with_fingerprint(fingerprint).as_json()
+        )
         previous = None
         if output.exists():
             previous = output.with_name(f".{output.name}.old-{os.getpid()}")

@@ -27,13 +27,14 @@ from typer.testing import CliRunner
 
 import metrics_rs
 from pipelines import cli
+from pipelines.common import candidate_metadata
+from pipelines.common.candidate_metadata import BaseModelSpec
 from pipelines.common.config import EvaluateParams
 from pipelines.common.paths import Paths
 from pipelines.evaluate import eval_set as evaluation_set
 from pipelines.evaluate import reports, scoring, sources
 from pipelines.evaluate import stage as evaluate
 from pipelines.evaluate.headline import PairedTest, per_query_scores
-from pipelines.evaluate.sources import BaseModelSpec
 from pipelines.evaluate.stage import EvalOutputs, run_evaluate
 
 DIMS = [32, 16, 8]
@@ -567,11 +568,11 @@ def test_outputs_can_go_elsewhere(tmp_path: Path, models: Models) -> None:
 
 
 def test_matryoshka_dims_are_read_from_top_level_or_params() -> None:
-    assert sources.matryoshka_dims_of({"matryoshka_dims": [32, 16]}) == [32, 16]
-    assert sources.matryoshka_dims_of({"params": {"matryoshka_dims": [8]}}) == [8]
-    assert sources.matryoshka_dims_of({}) == []
+    assert candidate_metadata.matryoshka_dims_of({"matryoshka_dims": [32, 16]}) == [32, 16]
+    assert candidate_metadata.matryoshka_dims_of({"params": {"matryoshka_dims": [8]}}) == [8]
+    assert candidate_metadata.matryoshka_dims_of({}) == []
     with pytest.raises(ValueError, match="positive ints"):
-        sources.matryoshka_dims_of({"matryoshka_dims": [16, "8"]})
+        candidate_metadata.matryoshka_dims_of({"matryoshka_dims": [16, "8"]})
 
 
 def test_headline_metrics_fall_back_on_a_small_corpus() -> None:
@@ -814,5 +815,5 @@ def test_a_base_model_that_is_not_available_offline_is_named() -> None:
 def test_a_recorded_pooling_must_be_one_train_knows() -> None:
     metadata = {"base_model": "x", "params": {"pooling": "max", "max_seq_length": 64}}
     with pytest.raises(ValueError, match=r"params.pooling 'max' is not one of \['cls', 'mean'\]"):
-        sources.base_spec_from_metadata(metadata)
-    assert sources.base_spec_from_metadata({"base_model": "x"}) is None
+        candidate_metadata.base_spec_from_metadata(metadata)
+    assert candidate_metadata.base_spec_from_metadata({"base_model": "x"}) is None

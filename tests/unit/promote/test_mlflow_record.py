@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 from promotion_worlds import MODEL_NAME, Models, World, client_of
 
+from pipelines.common.candidate_metadata import CandidateMetadata
 from pipelines.common.io import plain_file_mode, write_json
 from pipelines.common.models import model_fingerprint
 from pipelines.common.registry import connect, fluent_uri, tracking_uri
@@ -154,8 +155,9 @@ def test_promotion_logs_into_the_run_train_logged_live(world: World, bow_models:
     registry = connect(world.paths, world.params.promote, create=False)
     assert registry is not None
     write_json(candidate / "mlflow_run.json", {"run_id": "0" * 32, "tracking_uri": "elsewhere"})
+    recorded = CandidateMetadata.from_json(metadata)
     assert (
-        training_run_id(registry, Candidate(candidate, metadata["fingerprint"], metadata)) is None
+        training_run_id(registry, Candidate(candidate, metadata["fingerprint"], recorded)) is None
     )
 
 
