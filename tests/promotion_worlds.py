@@ -273,9 +273,19 @@ def topic_tables() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFra
         {
             "paper_id": [f"2401.{index + 1:05d}" for index in range(len(TOPICS))],
             "title": [f"On the {topic}" for topic in TOPICS],
+            "url": "",  # sample ids: no link, as ingest records for the synthetic sample
         }
     )
     return chunks, queries, qrels, papers
+
+
+def link_papers(world: World, urls: dict[str, str]) -> None:
+    """Give papers the links ingest records when it harvests them from arXiv
+    (``papers.url``: their abstract pages)."""
+    path = world.paths.validated / "papers.parquet"
+    papers = pd.read_parquet(path)
+    papers["url"] = [urls.get(str(paper_id), "") for paper_id in papers["paper_id"]]
+    write_parquet(path, papers)
 
 
 def write_eval_data(world: World, topics: list[str]) -> str:

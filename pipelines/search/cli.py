@@ -126,7 +126,8 @@ def _bad_input() -> tuple[type[BaseException], ...]:
 def _open(
     params: Path, root: Path, alias: str | None, version: str | None, ranking: str
 ) -> SearchEngine:
-    """The engine for the asked-for model; the corpus links papers if it came from arXiv."""
+    """The engine for the asked-for model over the corpus, its papers linked as ingest
+    recorded them."""
     from pipelines.common.config import load_params
     from pipelines.common.paths import Paths
     from pipelines.search.engine import open_engine
@@ -138,7 +139,6 @@ def _open(
         loaded.promote,
         alias=alias,
         version=version,
-        from_arxiv=loaded.ingest.source == "arxiv",
         ranking=ranking,
         search=loaded.search,
     )

@@ -174,14 +174,13 @@ def open_engine(
     *,
     alias: str | None = None,
     version: str | None = None,
-    from_arxiv: bool = False,
     ranking: str = DEFAULT_RANKING,
     search: SearchParams | None = None,
 ) -> SearchEngine:
     """Load the asked-for version, open its indexes of the corpus, warm the model up."""
     search = search or SearchParams()
     ranking = check_ranking(ranking)  # a typo fails before the model loads
-    corpus = read_corpus(paths, from_arxiv=from_arxiv)  # no corpus: say so before loading
+    corpus = read_corpus(paths)  # no corpus: say so before loading
     registry = connect(paths, promote, create=False)
     where = redact(registry.uri) if registry is not None else str(paths.mlflow_store)
     model_version, asked_alias = resolve_version(
@@ -210,14 +209,12 @@ def search(
     *,
     alias: str | None = None,
     version: str | None = None,
-    from_arxiv: bool = False,
     ranking: str = DEFAULT_RANKING,
 ) -> list[Hit]:
     """The ``k`` passages most similar to ``query``, best first, under the ``alias`` (or
     ``version``; default ``@champion``) model: one model load, the stored vectors;
     ``ranking`` ``hybrid`` (default) fuses the model's ranking with BM25's.
 
-    ``from_arxiv``: the corpus came from arXiv (``ingest.source``), so papers get links.
     Raises :class:`~pipelines.common.registry.NoChampionError` when the alias is unset,
     ``FileNotFoundError`` when there is no corpus, ``ValueError`` for a bad request.
     """
@@ -227,7 +224,6 @@ def search(
         promote or PromoteParams(),
         alias=alias,
         version=version,
-        from_arxiv=from_arxiv,
         ranking=ranking,
     )
     return engine.search(query, k)

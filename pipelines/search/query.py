@@ -20,7 +20,7 @@ import pandas as pd
 from pipelines.common import io
 from pipelines.common.paths import Paths
 from pipelines.common.tables import TABLES
-from pipelines.search.links import paper_url, stacks_chapters
+from pipelines.search.links import paper_links
 from pipelines.search.statements import StatementRef, statements_by_passage
 
 #: The most passages one request may ask for (the page and the API alike).
@@ -96,9 +96,8 @@ def corpus_dir(paths: Paths) -> Path:
     return paths.validated if validated.is_file() else paths.processed
 
 
-def read_corpus(paths: Paths, *, from_arxiv: bool) -> Corpus:
-    """The passages, titles, links and statements; ``from_arxiv``: harvested from arXiv
-    (links)."""
+def read_corpus(paths: Paths) -> Corpus:
+    """The passages, titles, links and statements."""
     folder = corpus_dir(paths)
     chunks_path = folder / TABLES["chunks"].file_name
     papers_path = folder / TABLES["papers"].file_name
@@ -113,20 +112,17 @@ def read_corpus(paths: Paths, *, from_arxiv: bool) -> Corpus:
     if chunks.empty:
         raise FileNotFoundError(f"no corpus to search: {chunks_path} has no passages")
     titles: dict[str, str] = {}
+    urls: dict[str, str | None] = {}
     if papers_path.is_file():
         papers = io.read_parquet(papers_path)
         titles = dict(zip(papers["paper_id"].astype(str), papers["title"].astype(str), strict=True))
+        urls = paper_links(papers)
     statements_path = folder / TABLES["statements"].file_name
     statements = (
         statements_by_passage(chunks, io.read_parquet(statements_path))
         if statements_path.is_file()
         else {}
     )
-    chapters = stacks_chapters(paths.mirror)
-    urls = {
-        paper_id: paper_url(paper_id, from_arxiv=from_arxiv, stacks_chapters=chapters)
-        for paper_id in chunks["paper_id"].astype(str).unique()
-    }
     return Corpus(chunks.reset_index(drop=True), titles, urls, statements)
 
 

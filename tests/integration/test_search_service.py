@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 from browser import render
-from promotion_worlds import Models, World
+from promotion_worlds import Models, World, link_papers
 
 SCREENSHOT = Path("/tmp/search_page.png")
 ADDRESS = re.compile(r"mathembed search: (http://127\.0\.0\.1:\d+/)")
@@ -78,7 +78,8 @@ def started(process: subprocess.Popen[str], timeout: float = 120) -> str:
 @pytest.fixture
 def service(world: World, bow_models: Models) -> Iterator[tuple[str, subprocess.Popen[str]]]:
     world.promote(world.install_candidate(bow_models.knows_7))
-    (world.root / "params.yaml").write_text("ingest:\n  source: arxiv\n")  # arXiv links
+    (world.root / "params.yaml").write_text("ingest:\n  source: arxiv\n")
+    link_papers(world, {"2401.00007": "https://arxiv.org/abs/2401.00007"})  # as ingest records
     env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
     command = [sys.executable, "-m", "pipelines", "serve-search", "--port", "0"]
     with subprocess.Popen(

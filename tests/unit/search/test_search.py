@@ -20,6 +20,7 @@ from promotion_worlds import (
     Models,
     World,
     build_bow_model,
+    link_papers,
     make_world,
     write_tables,
 )
@@ -172,7 +173,8 @@ def test_hits_link_to_their_paper_when_a_true_link_is_known(
     world: World, bow_models: Models
 ) -> None:
     world.promote(world.install_candidate(bow_models.knows_7))
-    hits = search("lattice", 1, world.paths, world.params.promote, from_arxiv=True)
+    link_papers(world, {"2401.00007": "https://arxiv.org/abs/2401.00007"})  # from arXiv
+    hits = search("lattice", 1, world.paths, world.params.promote)
     assert hits[0].url == "https://arxiv.org/abs/2401.00007"
     printed = format_hits(hits)
     assert printed.splitlines()[1] == "    https://arxiv.org/abs/2401.00007"

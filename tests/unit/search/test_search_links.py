@@ -1,60 +1,48 @@
-"""The one rule that links a hit to its paper: only links that are true."""
+"""A hit links to its paper only as ingest recorded it: search reads ``papers.url`` and
+nothing else (no mirror, no ingest setting)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from pipelines.common.io import write_json
-from pipelines.ingest.sample.corpus import ChapterRecord, CorpusManifest
-from pipelines.ingest.sample.layout import MANIFEST_FILE
-from pipelines.search.links import STACKS_SOURCE, paper_url, stacks_chapters
+import pandas as pd
 
-CHAPTERS = {"stacks/2607001": "categories.tex", "stacks/2607002": "fields.tex"}
+from pipelines.common.io import write_json, write_parquet
+from pipelines.common.paths import Paths
+from pipelines.search.links import paper_links
+from pipelines.search.query import read_corpus
+
+ARXIV_PAGE = "https://arxiv.org/abs/2401.00007"
 
 
-def test_arxiv_papers_link_to_their_abstract_only_when_harvested_from_arxiv() -> None:
-    assert paper_url("2401.00007", from_arxiv=True, stacks_chapters={}) == (
-        "https://arxiv.org/abs/2401.00007"
+def test_links_are_the_recorded_ones_and_an_empty_one_is_none() -> None:
+    papers = pd.DataFrame({"paper_id": ["2401.00007", "2401.00008"], "url": [ARXIV_PAGE, ""]})
+    assert paper_links(papers) == {"2401.00007": ARXIV_PAGE, "2401.00008": None}
+    # A table prepare wrote before papers carried links: no link rather than a guess.
+    assert paper_links(papers.drop(columns="url")) == {}
+
+
+def test_the_corpus_takes_links_from_the_papers_table_not_the_mirror(tmp_path: Path) -> None:
+    paths = Paths(tmp_path)
+    chunks = pd.DataFrame(
+        {
+            "chunk_id": ["2401.00007v1#c0000", "2401.00008v1#c0000", "2401.00009v1#c0000"],
+            "paper_id": ["2401.00007", "2401.00008", "2401.00009"],
+            "text": ["a lattice", "a graph", "a group"],
+        }
     )
-    assert paper_url("math/0501001", from_arxiv=True, stacks_chapters={}) == (
-        "https://arxiv.org/abs/math/0501001"
+    papers = pd.DataFrame(
+        {
+            "paper_id": ["2401.00007", "2401.00008"],
+            "title": ["On the lattice", "On the graph"],
+            "url": [ARXIV_PAGE, ""],
+        }
     )
-    # The synthetic sample's ids look like arXiv ids but name other people's papers.
-    assert paper_url("2401.00007", from_arxiv=False, stacks_chapters=CHAPTERS) is None
+    write_parquet(paths.processed / "chunks.parquet", chunks)
+    write_parquet(paths.processed / "papers.parquet", papers)
+    # A mirror whose manifest would name a link: search no longer reads it.
+    write_json(paths.mirror / "manifest.json", {"corpus": "stacks-project", "versions": []})
 
-
-def test_stacks_chapters_link_to_their_source_at_the_copied_commit() -> None:
-    for from_arxiv in (False, True):
-        url = paper_url("stacks/2607002", from_arxiv=from_arxiv, stacks_chapters=CHAPTERS)
-        assert url == STACKS_SOURCE + "fields.tex"
-    assert STACKS_SOURCE.startswith("https://github.com/stacks/stacks-project/blob/")
-    commit = STACKS_SOURCE.rstrip("/").rsplit("/", 1)[1]
-    readme = Path(__file__).parents[3] / "corpora" / "stacks-project" / "README.md"
-    assert f"`{commit}`" in readme.read_text()  # the commit the chapters were copied from
-    # A chapter the manifest does not name gets no link rather than a guessed one.
-    assert paper_url("stacks/2607099", from_arxiv=True, stacks_chapters=CHAPTERS) is None
-
-
-def test_chapters_come_from_a_stacks_mirror_and_nothing_else(tmp_path: Path) -> None:
-    record = ChapterRecord(
-        paper_id="stacks/2607001",
-        version=1,
-        chapter="categories.tex",
-        chapter_sha256="0" * 64,
-        title="Categories",
-        updated="2024-01-01T12:00:00Z",
-        eprint="e-print/stacks_2607001v1",
-        content_type="application/x-eprint-tar",
-        encoding="",
-        main_file="categories.tex",
-        files=("categories.tex", "preamble.tex"),
-    )
-    manifest = CorpusManifest("stacks-project", "2024-01-01", "2024-03-31", (record,))
-    stacks = tmp_path / "stacks"
-    write_json(stacks / MANIFEST_FILE, manifest.to_json())
-    assert stacks_chapters(stacks) == {"stacks/2607001": "categories.tex"}
-
-    synthetic = tmp_path / "synthetic"
-    write_json(synthetic / MANIFEST_FILE, {"format": 1, "generator": "pipelines.sample"})
-    assert stacks_chapters(synthetic) == {}
-    assert stacks_chapters(tmp_path / "no-mirror") == {}
+    corpus = read_corpus(paths)
+    assert [corpus.hit(row, 0.5).url for row in range(3)] == [ARXIV_PAGE, None, None]
+    assert corpus.hit(0, 0.5).title == "On the lattice"
