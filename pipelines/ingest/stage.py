@@ -722,7 +722,7 @@ def run_from_source(params: IngestParams, paths: Paths, *, progress: bool) -> In
             "run mathembed sample first"
         )
     # Imported here: only the sample source needs the mirror.
-    from pipelines.ingest.sample.corpus import paper_links
+    from pipelines.ingest.sample.corpus_manifest import paper_links
     from pipelines.ingest.sample.server import MirrorServer
 
     links = paper_links(paths.mirror)

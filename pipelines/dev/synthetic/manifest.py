@@ -146,7 +146,7 @@ class Manifest:
             # A mirror of the real corpus (sample.corpus) has no generator ground truth.
             raise ValueError(
                 f"this mirror holds the {raw['corpus']!r} corpus, not the synthetic sample; "
-                "read it with pipelines.ingest.sample.corpus.load_corpus_manifest, or "
+                "read it with pipelines.ingest.sample.corpus_manifest.load_corpus_manifest, or "
                 "rebuild it with sample.corpus: synthetic"
             )
         if raw.get("format") != MANIFEST_FORMAT:

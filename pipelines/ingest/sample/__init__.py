@@ -3,6 +3,7 @@
 * :mod:`.layout` — the files every mirror holds, and how a builder writes them;
 * :mod:`.corpus` — ``build_corpus_mirror()`` writes ``data/mirror`` from the embedded real
   chapters (``corpora/stacks-project/``, the demo's default, ``sample.corpus``);
+* :mod:`.corpus_manifest` — what that mirror records per paper, and each paper's link;
 * :mod:`.blueprints` — ``build_blueprint_mirror()`` writes it from the Lean blueprint
   projects (``sample.corpus: blueprints``);
 * :mod:`.listing` and :mod:`.server` — ``MirrorServer`` serves it over HTTP like arXiv;

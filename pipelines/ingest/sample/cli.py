@@ -22,7 +22,7 @@ from pipelines.common.cli import (
 if TYPE_CHECKING:
     from pipelines.dev.synthetic.manifest import Manifest
     from pipelines.ingest.sample.blueprints import BlueprintManifest
-    from pipelines.ingest.sample.corpus import CorpusManifest
+    from pipelines.ingest.sample.corpus_manifest import CorpusManifest
 
 MirrorOption = Annotated[
     Path | None,

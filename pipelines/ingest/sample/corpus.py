@@ -16,7 +16,8 @@ fetches it over HTTP exactly as from arXiv:
     the same files give the same bytes and DVC's hash of ``data/mirror`` stays put.
 ``manifest.json``
     ``"corpus": "stacks-project"``, and per paper its chapter file and that file's
-    SHA-256, so a test can trace a stored paper back to the copied chapter.
+    SHA-256, so a test can trace a stored paper back to the copied chapter
+    (:mod:`.corpus_manifest`, which ingest reads for each paper's link).
 
 Paper ids are old-style ids in an archive arXiv does not have (``stacks/2607001``, ... in
 chapter-name order; 2607 is the corpus commit's year and month): valid for every arXiv id
@@ -30,17 +31,14 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
-from typing import Any
 
-from pipelines.common.io import read_json
+from pipelines.ingest.sample.corpus_manifest import CORPUS, ChapterRecord, CorpusManifest
 from pipelines.ingest.sample.layout import (
     CONTENT_TYPE_TAR,
     EPRINT_DIR,
-    MANIFEST_FILE,
     built_in_staging,
     iso_time,
     listing_line,
@@ -49,7 +47,6 @@ from pipelines.ingest.sample.layout import (
     write_index,
 )
 
-CORPUS = "stacks-project"
 # Relative to the project root (``--root``); dvc.yaml's sample stage depends on it.
 CORPUS_DIR = Path("corpora") / CORPUS
 PREAMBLE = "preamble.tex"
@@ -57,103 +54,8 @@ AUTHORS = ("The Stacks project authors",)
 CATEGORY = "math.AG"  # one of ingest.categories
 ID_ARCHIVE = "stacks"  # no such arXiv archive: these ids cannot clash with real papers
 ID_YYMM = "2607"  # the corpus commit's month (2026-07)
-CORPUS_MANIFEST_FORMAT = 1
 SUMMARY_CHARS = 600
 STACKS_URL = "https://stacks.math.columbia.edu"
-#: The commit ``corpora/stacks-project/`` was copied from, byte for byte (its README).
-STACKS_COMMIT = "4ac4815d5a00dc2eacab7824cf4e4baafe2773ac"
-#: A chapter's LaTeX source at that commit: ``STACKS_SOURCE + "categories.tex"``.
-STACKS_SOURCE = f"https://github.com/stacks/stacks-project/blob/{STACKS_COMMIT}/"
-
-
-# -- the manifest ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ChapterRecord:
-    """One paper of the real-corpus mirror and the chapter it was built from."""
-
-    paper_id: str
-    version: int
-    chapter: str  # the chapter's file name in the corpus folder, "categories.tex"
-    chapter_sha256: str
-    title: str
-    updated: str
-    eprint: str  # path relative to the mirror folder
-    content_type: str
-    encoding: str
-    main_file: str  # the chapter: ingest must pick it, not preamble.tex
-    files: tuple[str, ...]
-
-    @property
-    def versioned_id(self) -> str:
-        return f"{self.paper_id}v{self.version}"
-
-
-@dataclass(frozen=True)
-class CorpusManifest:
-    corpus: str
-    start: str
-    end: str
-    versions: tuple[ChapterRecord, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "format": CORPUS_MANIFEST_FORMAT,
-            "corpus": self.corpus,
-            "window": {"start": self.start, "end": self.end},
-            "counts": {"papers": len(self.versions), "versions": len(self.versions)},
-            "versions": [
-                {
-                    "paper_id": record.paper_id,
-                    "version": record.version,
-                    "chapter": record.chapter,
-                    "chapter_sha256": record.chapter_sha256,
-                    "title": record.title,
-                    "updated": record.updated,
-                    "eprint": record.eprint,
-                    "content_type": record.content_type,
-                    "encoding": record.encoding,
-                    "main_file": record.main_file,
-                    "files": list(record.files),
-                }
-                for record in self.versions
-            ],
-        }
-
-    @classmethod
-    def from_json(cls, raw: Mapping[str, Any]) -> CorpusManifest:
-        if raw.get("corpus") != CORPUS or raw.get("format") != CORPUS_MANIFEST_FORMAT:
-            raise ValueError(
-                f"manifest holds corpus {raw.get('corpus', 'synthetic')!r} (format "
-                f"{raw.get('format')!r}), not {CORPUS!r} format {CORPUS_MANIFEST_FORMAT}; "
-                f"rebuild the mirror with mathembed sample (sample.corpus: {CORPUS})"
-            )
-        versions = tuple(
-            ChapterRecord(**{**item, "files": tuple(item["files"])}) for item in raw["versions"]
-        )
-        window = raw["window"]
-        return cls(raw["corpus"], window["start"], window["end"], versions)
-
-
-def load_corpus_manifest(mirror_dir: Path) -> CorpusManifest:
-    """Read the ``manifest.json`` of a mirror built by :func:`build_corpus_mirror`."""
-    path = mirror_dir / MANIFEST_FILE
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} not found; run mathembed sample first")
-    return CorpusManifest.from_json(read_json(path))
-
-
-def paper_links(mirror_dir: Path) -> dict[str, str]:
-    """Paper id -> where a reader finds the paper, for the Stacks mirror in ``mirror_dir``:
-    its chapter's source at the copied commit. Empty for any other mirror or none: the
-    synthetic sample's ids look like arXiv ids but name no real paper, and a link is
-    given only when it is true."""
-    try:
-        manifest = load_corpus_manifest(mirror_dir)
-    except (FileNotFoundError, ValueError, KeyError, TypeError):
-        return {}
-    return {record.paper_id: f"{STACKS_SOURCE}{record.chapter}" for record in manifest.versions}
 
 
 # -- pure parts -----------------------------------------------------------------------

@@ -39,7 +39,7 @@ from pipelines.ingest.sample.blueprints import (
     load_blueprint_manifest,
     paper_id,
 )
-from pipelines.ingest.sample.corpus import load_corpus_manifest
+from pipelines.ingest.sample.corpus_manifest import load_corpus_manifest
 from pipelines.ingest.sample.layout import mirror_corpus
 from pipelines.ingest.stage import run_from_source
 from pipelines.validate.schemas import ARXIV_ID

@@ -29,16 +29,18 @@ from pipelines.ingest.sample.corpus import (
     CATEGORY,
     CORPUS_DIR,
     PREAMBLE,
-    STACKS_SOURCE,
-    CorpusManifest,
     build_corpus_mirror,
     chapter_paper_id,
     chapter_summary,
     chapter_title,
     corpus_chapters,
     latex_to_plain,
-    load_corpus_manifest,
     spread_times,
+)
+from pipelines.ingest.sample.corpus_manifest import (
+    STACKS_SOURCE,
+    CorpusManifest,
+    load_corpus_manifest,
 )
 from pipelines.ingest.sample.layout import mirror_corpus
 from pipelines.ingest.stage import run_from_source

@@ -11,7 +11,12 @@ from pipelines.common.io import read_json, write_json
 from pipelines.common.paths import Paths
 from pipelines.common.raw_layout import RAW_META_FILE, version_folder
 from pipelines.ingest.arxiv.atom import abs_page
-from pipelines.ingest.sample.corpus import STACKS_SOURCE, ChapterRecord, CorpusManifest, paper_links
+from pipelines.ingest.sample.corpus_manifest import (
+    STACKS_SOURCE,
+    ChapterRecord,
+    CorpusManifest,
+    paper_links,
+)
 from pipelines.ingest.sample.layout import MANIFEST_FILE
 from pipelines.ingest.stage import no_link, run_from_source
 
