@@ -64,7 +64,7 @@ from pipelines.common.config import Params, load_params  # noqa: E402
 from pipelines.common.embeddings import matryoshka  # noqa: E402
 from pipelines.common.lexical import FUSION_DEPTH, RRF_K, LexicalIndex, fuse  # noqa: E402
 from pipelines.common.paths import Paths  # noqa: E402
-from pipelines.common.rounding import round_p_value  # noqa: E402
+from pipelines.common.reporting import round_p_value  # noqa: E402
 from pipelines.common.tables import QUERY_SETS, TABLES  # noqa: E402
 from pipelines.common.vector_store import open_store  # noqa: E402
 from pipelines.evaluate.eval_set import (  # noqa: E402

@@ -44,11 +44,12 @@ from pipelines.common.config import FlowParams, Params, load_params
 from pipelines.common.paths import Paths
 from pipelines.common.redact import redact
 from pipelines.common.registry import RegistryError, tracking_uri
+from pipelines.common.reporting import NOT_PROMOTED, PROMOTED, promotion_file
 from pipelines.dev.report import render_report
 from pipelines.promote.formatting import format_promotion
-from pipelines.promote.headline import NOT_PROMOTED, NOTHING_TO_DO, PROMOTED
+from pipelines.promote.headline import NOTHING_TO_DO
 from pipelines.promote.nights import record_night
-from pipelines.promote.promotion import PromotionResult, promote_candidate, promotion_file
+from pipelines.promote.promotion import PromotionResult, promote_candidate
 
 P = ParamSpec("P")
 R = TypeVar("R")

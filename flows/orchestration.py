@@ -28,6 +28,7 @@ from pipelines.common.locks import held_lock, since_now
 from pipelines.common.models import model_fingerprint
 from pipelines.common.paths import MODEL_METADATA_FILE, Paths
 from pipelines.common.redact import redact, redact_url
+from pipelines.common.reporting import read_promotion
 
 #: The DVC stages up to the validated data; train and evaluate follow them.
 DATA_STAGES = ("prepare", "graph", "pairs")
@@ -277,7 +278,7 @@ def decided_fingerprint(promotion_file: Path, tracking_uri: str) -> str | None:
     A decision recorded against another tracking server does not count: this one has
     never seen the candidate. The record holds the URI without its credentials.
     """
-    record = io.read_json_object(promotion_file)
+    record = read_promotion(promotion_file)
     fingerprint = record.get("fingerprint")
     if not fingerprint or record.get("tracking_uri") != redact_url(tracking_uri):
         return None

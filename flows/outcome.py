@@ -5,7 +5,8 @@ night's MLflow record carries.
 The numbers come from ``metrics/promotion.json``'s flat headline keys
 (:func:`pipelines.promote.headline.promotion_headline`): ``decision``,
 ``candidate_<metric>``, ``base_<metric>``, ``champion_<metric>``, ``delta_champion_<metric>``,
-``delta_base_<metric>``, ``p_value``.
+``delta_base_<metric>``, ``p_value``; read, rounded and labelled as everywhere else
+(:mod:`pipelines.common.reporting`).
 """
 
 from __future__ import annotations
@@ -14,29 +15,19 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from pipelines.promote.headline import FAILED, NOT_PROMOTED, PROMOTED
+from pipelines.common.reporting import decision_of, metric_label, round_p_value, round_score
+from pipelines.promote.headline import FAILED
 
-#: Digits in the table: what the report prints too.
-DECIMALS = 4
 #: The longest reason a failed night's record carries (the log has the rest).
 MAX_REASON_CHARS = 300
 _STEP_FAILED = re.compile(r"step '[^']+' failed.*", re.DOTALL)
-_ACRONYMS = {"mrr": "MRR", "ndcg": "NDCG", "map": "MAP"}
-
-
-def promotion_outcome(promotion: Mapping[str, Any]) -> str:
-    """``promoted`` or ``not promoted`` (older records have only the ``promoted`` flag)."""
-    decision = promotion.get("decision")
-    if decision in (PROMOTED, NOT_PROMOTED):
-        return str(decision)
-    return PROMOTED if promotion.get("promoted") else NOT_PROMOTED
 
 
 def promotion_table(promotion: Mapping[str, Any], significance_metric: str) -> list[dict[str, Any]]:
     """One row per metric the rule compared: candidate, base and champion, the gain over
     what the candidate was compared with, the p-value (on the rule's significance metric's
     row) and the decision. A side that was not scored (no champion yet) is ``None``."""
-    outcome = promotion_outcome(promotion)
+    outcome = decision_of(promotion)
     against = "champion" if promotion.get("compared_against") == "champion" else "base"
     metrics = [key.removeprefix("candidate_") for key in promotion if key.startswith("candidate_")]
     rows = []
@@ -56,13 +47,6 @@ def promotion_table(promotion: Mapping[str, Any], significance_metric: str) -> l
     return rows
 
 
-def metric_label(metric: str) -> str:
-    """``mrr@10`` → ``MRR@10``, ``recall@100`` → ``Recall@100`` (pure)."""
-    name, _, cutoff = metric.partition("@")
-    label = _ACRONYMS.get(name, name.capitalize())
-    return f"{label}@{cutoff}" if cutoff else label
-
-
 def outcome_notice(
     flow_name: str,
     flow_run_name: str,
@@ -77,7 +61,7 @@ def outcome_notice(
         "flow_run": flow_run_name,
         "flow_run_id": flow_run_id,
         "state": "Completed",
-        "outcome": promotion_outcome(promotion),
+        "outcome": decision_of(promotion),
         "step": None,
         "message": decision_line,
         "version": promotion.get("version"),
@@ -100,9 +84,8 @@ def failure_reason(message: str) -> str:
 
 
 def _rounded(value: Any) -> float | None:
-    return round(float(value), DECIMALS) if isinstance(value, int | float) else None
+    return round_score(value) if isinstance(value, int | float) else None
 
 
 def _significant(value: Any) -> float | None:
-    """A p-value to two significant digits (0.000099990001 → 0.0001)."""
-    return float(f"{value:.2g}") if isinstance(value, int | float) else None
+    return round_p_value(value) if isinstance(value, int | float) else None

@@ -14,13 +14,20 @@ from typing import Any
 
 from pipelines.common import io
 from pipelines.common.paths import Paths
-from pipelines.common.rounding import format_p_value
+from pipelines.common.reporting import (
+    PROMOTED,
+    decision_of,
+    format_delta,
+    format_p_value,
+    format_score,
+    metric_label,
+    promotion_file,
+    read_promotion,
+)
 from pipelines.common.tables import QUERY_SETS
 
 #: The metrics a decision line shows, the first on the first line.
 DECISION_METRICS = ("mrr@10", "ndcg@10")
-#: Decimals of a score or a loss in the report: enough to tell two models apart.
-DECIMALS = 3
 
 # --------------------------------------------------------------------------- values
 
@@ -36,14 +43,8 @@ def _lookup(data: Mapping[str, Any], dotted: str) -> Any:
 
 
 def _number(value: Any) -> str:
-    """An int as it is, a float to :data:`DECIMALS` decimals, anything else as text."""
-    return f"{value:.{DECIMALS}f}" if isinstance(value, float) else str(value)
-
-
-def _label(metric: str) -> str:
-    """``mrr@10`` -> ``MRR@10``."""
-    family, _, k = metric.partition("@")
-    return f"{family.upper()}@{k}" if k else metric
+    """An int as it is, a float as a score (:func:`format_score`), anything else as text."""
+    return format_score(value) if isinstance(value, float) else str(value)
 
 
 # --------------------------------------------------------------------------- decision
@@ -62,16 +63,11 @@ def _comparison(
 ) -> str | None:
     if candidate is None or other is None:
         return None
-    detail = f"{candidate - other:+.{DECIMALS}f}" + (f", {p_text}" if p_text else "")
-    return f"{_label(metric)} {candidate:.{DECIMALS}f} vs {side} {other:.{DECIMALS}f} ({detail})"
-
-
-def _decision_of(promotion: Mapping[str, Any]) -> str:
-    """``promoted`` / ``not promoted`` / what promote wrote in ``decision``."""
-    decision = promotion.get("decision")
-    if isinstance(decision, str) and decision:
-        return decision
-    return "promoted" if promotion.get("promoted") else "not promoted"
+    detail = format_delta(candidate - other) + (f", {p_text}" if p_text else "")
+    return (
+        f"{metric_label(metric)} {format_score(candidate)} vs {side} {format_score(other)} "
+        f"({detail})"
+    )
 
 
 def _promotion_is_current(promotion: Mapping[str, Any], train: Mapping[str, Any]) -> bool:
@@ -92,13 +88,13 @@ def decision_lines(
     if promotion:
         lines.append(
             f"  the last decision, for an earlier candidate (v{promotion.get('version', '?')}), "
-            f"was: {_decision_of(promotion)}"
+            f"was: {decision_of(promotion)}"
         )
     return lines
 
 
 def _decided(promotion: Mapping[str, Any]) -> list[str]:
-    decision = _decision_of(promotion)
+    decision = decision_of(promotion)
     model = f"{promotion.get('registered_model', 'the model')} v{promotion.get('version', '?')}"
     side = str(promotion.get("compared_against") or "champion")
     p_value = promotion.get("p_value")
@@ -113,12 +109,10 @@ def _decided(promotion: Mapping[str, Any]) -> list[str]:
         for index, metric in enumerate(DECISION_METRICS)
     ]
     first, *rest = comparisons
-    if decision == "promoted":
+    if decision == PROMOTED:
         head = f"Promoted {model} to @champion"
-    elif decision == "not promoted":
-        head = f"Not promoted: {model} stays @challenger"
     else:
-        head = f"{decision[:1].upper()}{decision[1:]}: {model}"
+        head = f"Not promoted: {model} stays @challenger"
     lines = [f"{head}: {first}" if first else head]
     lines.extend(f"  {comparison}" for comparison in rest if comparison)
     if promotion.get("reason"):
@@ -246,7 +240,7 @@ def evaluate_line(headline: Mapping[str, Any] | None, evaluation: Mapping[str, A
     models = []
     for model in ("candidate", "base"):
         scores = [
-            f"{_label(metric)} {_number(headline[f'{model}_{metric}'])}"
+            f"{metric_label(metric)} {_number(headline[f'{model}_{metric}'])}"
             for metric in DECISION_METRICS
             if isinstance(headline.get(f"{model}_{metric}"), int | float)
         ]
@@ -266,16 +260,17 @@ def set_lines(evaluation: Mapping[str, Any]) -> list[str]:
             lines.append(f"    {name:<9} no queries")
             continue
         scores = block.get("scores", {})
+        metric = DECISION_METRICS[0]
         shown = ", ".join(
-            f"{row} {_number(scores[row]['mrr@10'])}"
+            f"{row} {_number(scores[row][metric])}"
             for row in ("candidate", "base", "bm25")
-            if "mrr@10" in scores.get(row, {})
+            if metric in scores.get(row, {})
         )
         p_value = format_p_value(block.get("p_value", {}).get("base"))
         lines.append(
             f"    {name:<9} {block['n_queries']} queries, "
             f"{block.get('words_in_relevant', 0):.0%} with their words in a relevant passage: "
-            f"MRR@10 {shown} (candidate vs base {p_value})"
+            f"{metric_label(metric)} {shown} (candidate vs base {p_value})"
         )
     return lines
 
@@ -300,7 +295,7 @@ def render_report(paths: Paths) -> str:
     """The report; its first line is the decision (see the module docstring)."""
     headline = _read(paths, "headline")
     train = _read(paths, "train") or {}
-    lines = decision_lines(_read(paths, "promotion"), headline, train)
+    lines = decision_lines(read_promotion(promotion_file(paths)), headline, train)
     lines.append("What ran:")
     for name, stem, parts in STAGE_LINES:
         lines.append(stage_line(name, _read(paths, stem), parts))

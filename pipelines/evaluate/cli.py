@@ -45,7 +45,7 @@ def evaluate(
     from pipelines.common.candidate_metadata import BaseModelSpec, recorded_base_model
     from pipelines.common.models import ModelLoadError
     from pipelines.common.paths import Paths
-    from pipelines.common.rounding import format_p_value
+    from pipelines.common.reporting import format_p_value, format_score
     from pipelines.evaluate.headline import PairedTest
     from pipelines.evaluate.reports import headline_metrics
     from pipelines.evaluate.stage import EvalOutputs, run_evaluate
@@ -72,7 +72,8 @@ def evaluate(
         )
     summary, headline = report.summary, report.headline
     parts = [
-        f"{metric} {headline[f'candidate_{metric}']:.4f} vs base {headline[f'base_{metric}']:.4f} "
+        f"{metric} {format_score(headline[f'candidate_{metric}'])} vs base "
+        f"{format_score(headline[f'base_{metric}'])} "
         f"({format_p_value(headline[f'p_{metric}'])})"
         for metric in headline_metrics(summary["ks"])
     ]

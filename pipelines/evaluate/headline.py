@@ -5,7 +5,7 @@
 p-value for each), so ``dvc metrics show`` and ``dvc exp show`` open on what decides a
 promotion. ``reports/eval/metrics.csv`` is everything ``metrics/eval.json`` scores, one
 tidy row per (subset, model, dim, metric, k): the table to filter, plot or log as an
-artifact. Numbers are rounded by :mod:`pipelines.common.rounding`, the one place that says
+artifact. Numbers are rounded by :mod:`pipelines.common.reporting`, the one place that says
 how a score or a p-value is written.
 """
 
@@ -21,7 +21,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from pipelines.common import io
-from pipelines.common.rounding import (
+from pipelines.common.reporting import (
     round_p_value,
     round_score,
 )

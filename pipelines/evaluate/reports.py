@@ -22,6 +22,7 @@ import pandas as pd
 
 from pipelines.common import io
 from pipelines.common.allowed import METRIC_FAMILIES
+from pipelines.common.reporting import FAMILY_TITLES, metric_label
 from pipelines.evaluate.eval_set import EvalSet
 from pipelines.evaluate.scoring import dim_key
 from pipelines.evaluate.sources import BASE, CANDIDATE
@@ -31,15 +32,6 @@ if TYPE_CHECKING:
 
 # The metrics promotion decides on; the figures show them.
 HEADLINE_FAMILIES = ("mrr", "ndcg")
-
-FAMILY_TITLES = {
-    "mrr": "MRR",
-    "ndcg": "NDCG",
-    "recall": "Recall",
-    "precision": "Precision",
-    "map": "MAP",
-    "hit": "Hit rate",
-}
 
 
 def headline_metrics(ks: Sequence[int]) -> list[str]:
@@ -153,11 +145,6 @@ def _colour(model: str, model_names: Sequence[str]) -> str:
     return OTHER_COLOURS[others.index(model) % len(OTHER_COLOURS)]
 
 
-def _label(metric: str) -> str:
-    family, k = metric.split("@")
-    return f"{FAMILY_TITLES.get(family, family)}@{k}"
-
-
 def _save_figure(path: Path, figure: Figure) -> Path:
     with io.atomic_output(path, "wb") as handle:
         figure.savefig(handle, format="png", dpi=120)
@@ -229,8 +216,8 @@ def dims_figure(summary: Mapping[str, Any], headline: Sequence[str]) -> Figure:
         ax.set_xticks(dims, [str(dim) for dim in dims])
         ax.minorticks_off()
         ax.set_xlabel("embedding dimension (Matryoshka truncation, log scale)")
-        ax.set_ylabel(_label(metric))
-        ax.set_title(f"{_label(metric)} vs dimension")
+        ax.set_ylabel(metric_label(metric))
+        ax.set_title(f"{metric_label(metric)} vs dimension")
         ax.grid(alpha=0.3)
         ax.legend()
     figure.suptitle(f"Quality vs embedding dimension ({summary['n_queries']} queries)")
@@ -285,11 +272,11 @@ def wins_losses_figure(
         else:
             ax.set_xticks([])
         ax.set_xlabel("queries, sorted by difference")
-        ax.set_ylabel(f"Δ {_label(metric)}\n(candidate − {reference})")
+        ax.set_ylabel(f"Δ {metric_label(metric)}\n(candidate − {reference})")
         ax.set_ylim(-1.05, 1.05)
         ax.grid(axis="y", alpha=0.3)
         ax.set_title(
-            f"Candidate vs {reference}, per-query {_label(metric)}: {_count(n_win, 'win')}, "
+            f"Candidate vs {reference}, per-query {metric_label(metric)}: {_count(n_win, 'win')}, "
             f"{_count(n_loss, 'loss')}, {_count(n_queries - n_win - n_loss, 'tie')}"
         )
         ax.legend(legend_handles, ["candidate better", "candidate worse", "tie"], loc="upper right")

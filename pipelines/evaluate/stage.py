@@ -73,7 +73,7 @@ from pipelines.common.candidate_metadata import (
 )
 from pipelines.common.config import EvaluateParams
 from pipelines.common.paths import MODEL_METADATA_FILE, Paths
-from pipelines.common.rounding import round_p_value
+from pipelines.common.reporting import round_p_value
 from pipelines.common.tables import QUERY_SETS
 from pipelines.common.vector_store import EmbeddingStore, open_store
 from pipelines.evaluate.eval_set import NAMED, SUBSETS, EvalSet, load_eval_set

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipelines.common.rounding import format_p_value
+from pipelines.common.reporting import format_delta, format_p_value, format_score, metric_label
 from pipelines.promote.decision import Decision
 
 #: What each ``pairs.qrels_scope`` counts as relevant (see pipelines/pairs/evaluation.py).
@@ -64,8 +64,9 @@ def decision_line(facts: CardFacts, version: str | None = None) -> str:
     )
     first = next(iter(decision.deltas), None)
     numbers = (
-        f": {_label(first)} {decision.candidate[first]:.3f} vs {decision.other[first]:.3f} "
-        f"({decision.deltas[first]:+.3f}{_p(decision)})"
+        f": {metric_label(first)} {format_score(decision.candidate[first])} vs "
+        f"{format_score(decision.other[first])} "
+        f"({format_delta(decision.deltas[first])}{_p(decision)})"
         if first is not None
         else ""
     )
@@ -85,7 +86,7 @@ def model_card(facts: CardFacts, version: str | None = None) -> str:
     rows = []
     for metric, value in decision.candidate.items():
         base = facts.base_scores.get(metric)
-        cells = [_label(metric), f"{value:.4f}", _versus(value, base)]
+        cells = [metric_label(metric), format_score(value), _versus(value, base)]
         if champion:
             cells.append(_versus(value, champion.get(metric)))
         rows.append("| " + " | ".join(cells) + " |")
@@ -99,7 +100,7 @@ def model_card(facts: CardFacts, version: str | None = None) -> str:
     corpus = f" over {facts.corpus_passages} passages" if facts.corpus_passages is not None else ""
     pairs = f"{facts.pairs} pairs" if facts.pairs is not None else "pairs"
     significance = (
-        f"; paired {facts.test_method} test on per-query {_label(facts.significance_metric)}"
+        f"; paired {facts.test_method} test on per-query {metric_label(facts.significance_metric)}"
         if facts.test_method and decision.p_value is not None
         else ""
     )
@@ -164,13 +165,8 @@ def model_readme(original: str | None, card: str) -> str:
     return f"{front_matter}{section}\n{text.lstrip()}".rstrip() + "\n"
 
 
-def _label(metric: str) -> str:
-    """``mrr@10`` → ``MRR@10``."""
-    return metric.upper()
-
-
 def _versus(candidate: float, other: float | None) -> str:
-    return "n/a" if other is None else f"{other:.4f} ({candidate - other:+.4f})"
+    return "n/a" if other is None else f"{format_score(other)} ({format_delta(candidate - other)})"
 
 
 def _p(decision: Decision) -> str:

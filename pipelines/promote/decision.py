@@ -32,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pipelines.common.config import PromoteParams
-from pipelines.common.rounding import format_p_value
+from pipelines.common.reporting import format_delta, format_p_value, format_score
 
 Side = Literal["champion", "base"]
 
@@ -129,8 +129,8 @@ def decide(
             other=other_means,
         )
     gains = ", ".join(
-        f"{metric} {candidate_means[metric]:.4f} > {other_means[metric]:.4f} "
-        f"({deltas[metric]:+.4f})"
+        f"{metric} {format_score(candidate_means[metric])} > "
+        f"{format_score(other_means[metric])} ({format_delta(deltas[metric])})"
         for metric in rule.metrics
     )
     significance = (
@@ -208,8 +208,8 @@ def _shortfall(metric: str, candidate: float, other: float, side: str, margin: f
         return f"{metric} is NaN (candidate {candidate}, {side} {other})"
     needed = "higher than" if margin == 0 else f"more than {margin} above"
     return (
-        f"{metric} {candidate:.4f} is not {needed} the {side}'s {other:.4f} "
-        f"({candidate - other:+.4f})"
+        f"{metric} {format_score(candidate)} is not {needed} the {side}'s "
+        f"{format_score(other)} ({format_delta(candidate - other)})"
     )
 
 
@@ -256,7 +256,8 @@ def guard_named(
         promote=False,
         reason=(
             f"not promoted over the {decision.compared_against}: on the {query_set} set "
-            f"{metric} {candidate.means[metric]:.4f} < {other.means[metric]:.4f}, a "
+            f"{metric} {format_score(candidate.means[metric])} < "
+            f"{format_score(other.means[metric])}, a "
             f"significant loss ({rule.test_method} test {format_p_value(p_value)}); the "
             f"gain alone said: {decision.reason}"
         ),
@@ -270,13 +271,14 @@ def describe_sets(sets: Mapping[str, Mapping[str, Scores]], side: str, metric: s
         if not candidate.query_ids or metric not in candidate.means:
             continue
         others = [
-            f"{other_side} {sets[other_side][name].means[metric]:.4f}"
+            f"{other_side} {format_score(sets[other_side][name].means[metric])}"
             for other_side in dict.fromkeys((side, "base"))
             if other_side in sets and metric in sets[other_side][name].means
         ]
         lines.append(
             f"{name} ({len(candidate.query_ids)} queries): {metric} candidate "
-            f"{candidate.means[metric]:.4f}" + (f" vs {', '.join(others)}" if others else "")
+            f"{format_score(candidate.means[metric])}"
+            + (f" vs {', '.join(others)}" if others else "")
         )
     return "; ".join(lines)
 

@@ -4,7 +4,7 @@ logs the same promotion summary)."""
 from __future__ import annotations
 
 from pipelines.common.redact import redact_url
-from pipelines.common.rounding import format_p_value
+from pipelines.common.reporting import format_delta, format_p_value, format_score
 from pipelines.promote.aliases import AliasStatus, RollbackResult
 from pipelines.promote.promotion import PromotionResult
 from pipelines.promote.tags import TAG_ROLLED_BACK
@@ -36,8 +36,9 @@ def format_promotion(result: PromotionResult) -> str:
     ]
     for metric, delta in decision.deltas.items():
         lines.append(
-            f"  {metric}: candidate {decision.candidate[metric]:.4f}  "
-            f"{decision.compared_against} {decision.other[metric]:.4f}  ({delta:+.4f})"
+            f"  {metric}: candidate {format_score(decision.candidate[metric])}  "
+            f"{decision.compared_against} {format_score(decision.other[metric])}  "
+            f"({format_delta(delta)})"
         )
     if decision.p_value is not None and "test p " not in decision.reason:
         lines.append(f"  paired test: {format_p_value(decision.p_value)}")  # said once
@@ -54,7 +55,9 @@ def format_status(entries: list[AliasStatus]) -> str:
         if entry.version is None:
             lines.append(f"{entry.alias:<10} -")
             continue
-        metrics = "  ".join(f"{name} {value:.4f}" for name, value in entry.metrics.items())
+        metrics = "  ".join(
+            f"{name} {format_score(value)}" for name, value in entry.metrics.items()
+        )
         notes = []
         if TAG_ROLLED_BACK in entry.tags:
             notes.append(f"rolled back {entry.tags[TAG_ROLLED_BACK]}")

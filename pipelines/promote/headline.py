@@ -14,14 +14,14 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from pipelines.common.reporting import NOT_PROMOTED, PROMOTED, round_score
 from pipelines.promote.decision import Decision
 from pipelines.promote.tags import metric_tag
 
 #: The metrics the headline shows when ``eval.json`` is all there is.
 HEADLINE_METRICS = ("mrr@10", "ndcg@10")
-#: A night's outcome (``mathembed.outcome``): what promote decided, or why it did not run.
-PROMOTED = "promoted"
-NOT_PROMOTED = "not promoted"
+#: A night's outcome (``mathembed.outcome``): what promote decided (``PROMOTED``,
+#: ``NOT_PROMOTED``: the decision of ``metrics/promotion.json``), or why it did not run.
 NOTHING_TO_DO = "nothing to do"
 FAILED = "failed"
 OUTCOMES = (PROMOTED, NOT_PROMOTED, NOTHING_TO_DO, FAILED)
@@ -47,9 +47,9 @@ def evaluate_headline(
         base = _at(eval_json, "base", dim, metric)
         if candidate is None or base is None:
             continue
-        derived[f"candidate_{metric}"] = round(candidate, 4)
-        derived[f"base_{metric}"] = round(base, 4)
-        derived[f"delta_{metric}"] = round(candidate - base, 4)
+        derived[f"candidate_{metric}"] = round_score(candidate)
+        derived[f"base_{metric}"] = round_score(base)
+        derived[f"delta_{metric}"] = round_score(candidate - base)
         derived[f"p_{metric}"] = None
     return derived
 

@@ -30,7 +30,8 @@ from pipelines.common.config import Params, PromoteParams
 from pipelines.common.paths import Paths
 from pipelines.common.redact import redact
 from pipelines.common.registry import Registry, connect, promotion_experiment, registry_errors
-from pipelines.promote.headline import FAILED, OUTCOMES, PROMOTED, run_metrics
+from pipelines.common.reporting import PROMOTED
+from pipelines.promote.headline import FAILED, OUTCOMES, run_metrics
 from pipelines.promote.run_log import (
     NOTE_TAG,
     OUTCOME_TAG,

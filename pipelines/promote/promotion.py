@@ -71,6 +71,7 @@ from pipelines.common.registry import (
     fluent_uri,
     registry_errors,
 )
+from pipelines.common.reporting import NOT_PROMOTED, PROMOTED, promotion_file
 from pipelines.common.tables import MEANING_SETS, QUERY_SETS, TABLES
 from pipelines.promote.candidate import Candidate, load_candidate, require_validated
 from pipelines.promote.card import CardFacts, model_card
@@ -81,7 +82,7 @@ from pipelines.promote.decision import (
     decide_on_meaning,
     describe_sets,
 )
-from pipelines.promote.headline import NOT_PROMOTED, PROMOTED, promotion_headline
+from pipelines.promote.headline import promotion_headline
 from pipelines.promote.nights import log_night, publish_trend
 from pipelines.promote.provenance import dvc_lock_hashes, git_commit, now
 from pipelines.promote.run_inputs import dvc_md5_of
@@ -167,11 +168,6 @@ class PromotionResult:
             "tracking_uri": redact_url(self.tracking_uri),
             "decided_at": self.decided_at,
         }
-
-
-def promotion_file(paths: Paths) -> Path:
-    """``metrics/promotion.json``: the last decision, as :meth:`PromotionResult.as_json`."""
-    return paths.metric_file("promotion")
 
 
 def promote_candidate(

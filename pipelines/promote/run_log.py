@@ -27,12 +27,11 @@ from pipelines.common import io
 from pipelines.common.config import Params, PromoteParams
 from pipelines.common.paths import MODEL_METADATA_FILE, TRAINING_RUN_FILE, Paths
 from pipelines.common.registry import TAG_FINGERPRINT, Registry, promotion_experiment
+from pipelines.common.reporting import NOT_PROMOTED, PROMOTED
 from pipelines.promote.candidate import Candidate
 from pipelines.promote.card import model_readme
 from pipelines.promote.decision import Decision
 from pipelines.promote.headline import (
-    NOT_PROMOTED,
-    PROMOTED,
     evaluate_extras,
     evaluate_headline,
     promotion_headline,

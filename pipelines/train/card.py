@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pipelines.common.models import OFFLINE_MINILM
+from pipelines.common.reporting import format_score, metric_label
 from pipelines.train.validation import EVALUATOR_NAME
 
 if TYPE_CHECKING:
@@ -102,18 +103,18 @@ def kept_checkpoint_note(kept: Mapping[str, Any] | None, *, n_queries: int, n_co
     if kept is None:
         reason = "no validation queries, so the last step was kept"
         return f"\n## Checkpoint kept\n\nThe model after the last training step: {reason}.\n"
-    metric = str(kept["metric"]).upper()
+    metric = metric_label(str(kept["metric"]))
     score, last = float(kept["score"]), float(kept["last_score"])
     if kept["step"] == kept["last_step"]:
         why = f"the last step scored best of {kept['evaluations']} evaluations"
     else:
         why = (
             f"it scored best of {kept['evaluations']} evaluations; the last step, "
-            f"{kept['last_step']}, scored {last:.4f}"
+            f"{kept['last_step']}, scored {format_score(last)}"
         )
     return (
         "\n## Checkpoint kept\n\n"
-        f"Step {kept['step']}, by validation {metric} {score:.4f}: {why}. Validation: "
+        f"Step {kept['step']}, by validation {metric} {format_score(score)}: {why}. Validation: "
         f"{n_queries} queries (pair anchors of the validation split, never trained on) over "
         f"{n_corpus} passages (their positives plus training passages as distractors), "
         "cosine similarity at the full dimension.\n"

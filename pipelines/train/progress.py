@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pipelines.common.embeddings import format_duration, time_left
+from pipelines.common.reporting import format_score, metric_label
 from pipelines.train.validation import ir_scores
 
 
@@ -50,7 +51,9 @@ def validation_line(logs: Mapping[str, Any], *, step: int, max_steps: int) -> st
     """The line for an evaluation entry (validation loss, IR scores), ``None`` for others."""
     loss = _number(logs, "eval_loss")
     parts = [f"loss {loss:.4f}"] if loss is not None else []
-    parts += [f"{metric.upper()} {score:.4f}" for metric, score in ir_scores(logs).items()]
+    parts += [
+        f"{metric_label(metric)} {format_score(score)}" for metric, score in ir_scores(logs).items()
+    ]
     if not parts:
         return None
     epoch = _number(logs, "epoch")

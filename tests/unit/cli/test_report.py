@@ -109,9 +109,10 @@ def test_a_promotion_comes_first_with_its_numbers_rounded(tmp_path: Path) -> Non
     report = render_report(a_run(tmp_path, promotion()))
     lines = report.splitlines()
     assert lines[0] == (
-        "Promoted math-embed v3 to @champion: MRR@10 0.656 vs champion 0.601 (+0.055, p = 0.0001)"
+        "Promoted math-embed v3 to @champion: "
+        "MRR@10 0.6557 vs champion 0.6010 (+0.0547, p = 0.0001)"
     )
-    assert lines[1] == "  NDCG@10 0.624 vs champion 0.590 (+0.034)"
+    assert lines[1] == "  NDCG@10 0.6242 vs champion 0.5901 (+0.0341)"
     assert "why: beats the champion" in report and "a665a50244f948f18e3c4d541ec5574e" in report
     # The p-value once, in human form (the reason's own text aside).
     decision = report.split("What ran:")[0]  # each set's line has its own p
@@ -135,7 +136,7 @@ def test_not_promoted_reads_the_flat_headline_keys(tmp_path: Path) -> None:
     first, second, *_ = report.splitlines()
     assert first == (
         "Not promoted: math-embed v4 stays @challenger: "
-        "MRR@10 0.547 vs base 0.550 (-0.003, p = 0.92)"
+        "MRR@10 0.5468 vs base 0.5500 (-0.0032, p = 0.92)"
     )
     assert second == "  why: mrr@10 0.5468 is not higher than the base's 0.5500"
 
@@ -143,7 +144,8 @@ def test_not_promoted_reads_the_flat_headline_keys(tmp_path: Path) -> None:
 def test_without_a_decision_the_first_line_says_so_and_why(tmp_path: Path) -> None:
     report = render_report(a_run(tmp_path))
     assert report.splitlines()[0] == (
-        "No decision yet (run `mathembed promote`): MRR@10 0.656 vs base 0.547 (+0.109, p = 0.0001)"
+        "No decision yet (run `mathembed promote`): "
+        "MRR@10 0.6557 vs base 0.5468 (+0.1089, p = 0.0001)"
     )
     assert p_values_in(report.split("What ran:")[0]) == ["p = 0.0001"]
 
@@ -161,22 +163,23 @@ def test_what_ran_is_one_rounded_line_per_stage(tmp_path: Path) -> None:
         "  ingest    16 papers listed, 16 fetched, 0 skipped, 0 quarantined, 0 withdrawn" in report
     )
     assert (
-        "  train     100 steps, on cpu (2 threads), 446 s, final loss 0.865, validation loss 4.206"
+        "  train     100 steps, on cpu (2 threads), 446 s, "
+        "final loss 0.8655, validation loss 4.2056"
     ) in report
     assert (
         "  evaluate  194 held-out queries, 3393 passages, dim 384: "
-        "candidate MRR@10 0.656 NDCG@10 0.624; base MRR@10 0.547 NDCG@10 0.540"
+        "candidate MRR@10 0.6557 NDCG@10 0.6242; base MRR@10 0.5468 NDCG@10 0.5404"
     ) in report
     # Each set on its line, in the order named, masked, described, BM25 beside the models.
     named, masked, described = report.split("\n")[-8:-5]
     assert named == (
         "    named     194 queries, 90% with their words in a relevant passage: "
-        "MRR@10 candidate 0.650, base 0.550 (candidate vs base p = 0.0001)"
+        "MRR@10 candidate 0.6500, base 0.5500 (candidate vs base p = 0.0001)"
     )
     assert masked == "    masked    no queries"
     assert described == (
         "    described 232 queries, 0% with their words in a relevant passage: "
-        "MRR@10 candidate 0.241, base 0.191, bm25 0.200 (candidate vs base p = 0.0004)"
+        "MRR@10 candidate 0.2412, base 0.1912, bm25 0.2000 (candidate vs base p = 0.0004)"
     )
     assert "  validate  checks passed, 39625 rows in, 39625 kept" in report
     assert "reports/eval/metrics.csv" in report

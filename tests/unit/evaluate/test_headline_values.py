@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 import metrics_rs
-from pipelines.common.rounding import format_p_value, round_p_value
+from pipelines.common.reporting import format_p_value, round_p_value
 from pipelines.evaluate.headline import PairedTest, headline, paired_p_value
 
 

@@ -99,7 +99,7 @@ def test_the_card_puts_the_decision_first_and_describes_the_eval_set() -> None:
     first = card.splitlines()[0]
     assert first == (
         "**Promoted math-embed v3 to @champion over champion v2: "
-        "MRR@10 0.656 vs 0.601 (+0.055, p = 0.0001)**"
+        "MRR@10 0.6560 vs 0.6010 (+0.0550, p = 0.0001)**"
     )
     assert "| MRR@10 | 0.6560 | 0.4700 (+0.1860) | 0.6010 (+0.0550) |" in card
     assert "194 queries, one per held-out concept" in card
