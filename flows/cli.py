@@ -121,14 +121,14 @@ def pools(
     """
     from prefect.settings import PREFECT_API_URL
 
-    from flows.pools import (
+    from pipelines.common.redact import redact
+    from pipelines.dev.pools import (
         PREFECT_FILE,
         PoolError,
         describe,
         ensure_work_pools,
         read_deployment_pools,
     )
-    from pipelines.common.redact import redact
 
     if not PREFECT_API_URL.value():
         fail("pools", POOLS_NEED_A_SERVER, EXIT_CONFIG)
