@@ -1,4 +1,5 @@
-"""``python -m pipelines`` runs the ``mathembed`` command line."""
+"""``python -m pipelines`` runs the pipelines' commands (every ``mathembed`` command but the
+flows'; ``torchrun -m pipelines train`` launches training's ranks with it)."""
 
 from pipelines.cli import app
 

@@ -1,14 +1,15 @@
-"""The ``mathembed`` command line: one Typer app, one command per user-facing task.
+"""The pipelines' command line: one Typer app, one command per user-facing task.
 
 Commands are thin shells: they parse arguments, call a pure function or a script, and
 turn failures into a message and an exit code (:mod:`pipelines.common.cli`: 1 bad input,
 2 configuration). The stage commands are registered by the stages themselves; this module
-holds the app and the tool commands.
+holds the app (:func:`new_app`) and the tool commands. ``mathembed`` itself
+(:mod:`mathembed.cli`, above both ``pipelines`` and ``flows``) is this app with the flows'
+commands added; ``python -m pipelines`` (what ``torchrun`` launches) runs this one.
 """
 
 from __future__ import annotations
 
-import importlib
 import subprocess
 import sys
 from importlib import metadata
@@ -19,25 +20,22 @@ import typer
 
 from pipelines.common import offline, quiet
 from pipelines.common.cli import MathembedGroup
+from pipelines.dev import cli as dev_cli
+from pipelines.evaluate import cli as evaluate_cli
+from pipelines.graph import cli as graph_cli
+from pipelines.ingest import cli as ingest_cli
+from pipelines.ingest.sample import cli as sample_cli
+from pipelines.pairs import cli as pairs_cli
+from pipelines.prepare import cli as prepare_cli
+from pipelines.promote import cli as promote_cli
+from pipelines.search import cli as search_cli
+from pipelines.train import cli as train_cli
+from pipelines.validate import cli as validate_cli
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BENCH_METRICS_SCRIPT = REPO_ROOT / "benchmarks" / "bench_metrics.py"
 
-app = typer.Typer(
-    name="mathembed",
-    cls=MathembedGroup,
-    help=(
-        "mathembed keeps an embedding model for mathematical concept retrieval fresh. "
-        "Offline and no-telemetry switches (pipelines/common/offline.env) are applied at "
-        "startup unless already set in the environment."
-    ),
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
 
-
-@app.callback()
 def _startup() -> None:
     # Runs before every command, never at import time: importing pipelines.cli
     # must not change the environment.
@@ -45,7 +43,6 @@ def _startup() -> None:
     quiet.silence_library_noise()
 
 
-@app.command()
 def version() -> None:
     """Print the versions of mathembed and of the metrics_rs extension."""
     try:
@@ -63,7 +60,6 @@ def version() -> None:
     typer.echo(f"metrics_rs {metrics_rs_version}")
 
 
-@app.command("bench-metrics")
 def bench_metrics(
     quick: Annotated[
         bool, typer.Option("--quick", help="Shrunk sizes: a quicker run (what `make demo` does).")
@@ -101,26 +97,47 @@ def bench_metrics(
 
 
 # Each stage registers its own commands (``register(app)`` in ``pipelines/<stage>/cli.py``),
-# in pipeline order, then the developer tools and the flows (``flows/cli.py``): the CLI and
-# the logic of a stage sit in one folder. A command module
-# imports only Typer and ``pipelines.common`` at the top, so ``--help`` stays quick.
-COMMAND_MODULES = (
-    "pipelines.ingest.sample.cli",
-    "pipelines.ingest.cli",
-    "pipelines.prepare.cli",
-    "pipelines.graph.cli",
-    "pipelines.pairs.cli",
-    "pipelines.validate.cli",
-    "pipelines.train.cli",
-    "pipelines.evaluate.cli",
-    "pipelines.promote.cli",
-    "pipelines.search.cli",
-    "pipelines.dev.cli",
-    "flows.cli",
+# in pipeline order, then the developer tools: the CLI and the logic of a stage sit in one
+# folder. A command module imports only Typer and ``pipelines.common`` at the top, so
+# ``--help`` stays quick.
+REGISTRARS = (
+    sample_cli.register,
+    ingest_cli.register,
+    prepare_cli.register,
+    graph_cli.register,
+    pairs_cli.register,
+    validate_cli.register,
+    train_cli.register,
+    evaluate_cli.register,
+    promote_cli.register,
+    search_cli.register,
+    dev_cli.register,
 )
 
-for _module_name in COMMAND_MODULES:
-    importlib.import_module(_module_name).register(app)
+
+def new_app() -> typer.Typer:
+    """The app with the tool commands and every stage's; ``mathembed.cli`` adds the flows'."""
+    app = typer.Typer(
+        name="mathembed",
+        cls=MathembedGroup,
+        help=(
+            "mathembed keeps an embedding model for mathematical concept retrieval fresh. "
+            "Offline and no-telemetry switches (pipelines/common/offline.env) are applied at "
+            "startup unless already set in the environment."
+        ),
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+    )
+    app.callback()(_startup)
+    app.command()(version)
+    app.command("bench-metrics")(bench_metrics)
+    for register in REGISTRARS:
+        register(app)
+    return app
+
+
+app = new_app()
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ from webhook import Webhook, receiving_webhook
 
 from flows import hooks, nightly, steps
 from flows.redaction import FLOW_LOGGERS, RedactingFilter, redact_flow_logs
-from pipelines import cli
+from mathembed import cli
 
 PASSWORD = "s3cr3t-pw"
 TRACKING_URI = f"http://alice:{PASSWORD}@127.0.0.1:5000"

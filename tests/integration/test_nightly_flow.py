@@ -244,7 +244,7 @@ def test_services_down_and_a_concurrent_run_lose_nothing(
     stack.webhook.reports.clear()
 
     first = subprocess.Popen(
-        [sys.executable, "-m", "pipelines.cli", "nightly", "--root", str(stack.root)],
+        [sys.executable, "-m", "mathembed", "nightly", "--root", str(stack.root)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -296,7 +296,7 @@ def test_a_run_with_nothing_new_ends_early(stack: Stack) -> None:
     versions_before = version_numbers(stack)
     stack.webhook.reports.clear()
     night = subprocess.run(
-        [sys.executable, "-m", "pipelines.cli", "nightly", "--root", str(stack.root)],
+        [sys.executable, "-m", "mathembed", "nightly", "--root", str(stack.root)],
         capture_output=True,
         text=True,
         timeout=600,
@@ -331,7 +331,7 @@ def test_a_run_killed_during_training_resumes_on_the_next(stack: Stack) -> None:
     update_params(stack.root, {"train": {"max_steps": -1, "epochs": 4}})
     checkpoints = stack.root / "models" / "checkpoints"
     killed = subprocess.Popen(
-        [sys.executable, "-m", "pipelines.cli", "nightly", "--root", str(stack.root)],
+        [sys.executable, "-m", "mathembed", "nightly", "--root", str(stack.root)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
@@ -384,9 +384,7 @@ def serving(command: list[str], cwd: Path | None = None) -> Iterator[subprocess.
 
 
 def test_serve_registers_the_nightly_deployment_on_its_cron_schedule(stack: Stack) -> None:
-    with serving(
-        [sys.executable, "-m", "pipelines.cli", "serve", "--root", str(stack.root)]
-    ) as server:
+    with serving([sys.executable, "-m", "mathembed", "serve", "--root", str(stack.root)]) as server:
         deployment = None
         deadline = time.monotonic() + 120
         while deployment is None:

@@ -61,7 +61,7 @@ def test_the_services_start_with_the_pools_and_mathembed_pools_adds_a_missing_on
         "gpu": "process",
     }
     client.delete_work_pool("gpu")
-    output = command([sys.executable, "-m", "pipelines.cli", "pools"], prefect_server, tmp_path)
+    output = command([sys.executable, "-m", "mathembed", "pools"], prefect_server, tmp_path)
     assert output.splitlines() == [
         "work pool 'cpu' (process): already there",
         "work pool 'gpu' (process): created",

@@ -173,7 +173,7 @@ def test_the_command_line_loads_no_heavy_library_until_a_command_runs() -> None:
     # Every command module is imported to build `mathembed --help`: it must stay quick
     # and work before the Rust extension is built.
     heavy = ("pandas", "torch", "sentence_transformers", "mlflow", "prefect", "metrics_rs")
-    code = f"import sys, pipelines.cli; print([m for m in {heavy!r} if m in sys.modules])"
+    code = f"import sys, mathembed.cli; print([m for m in {heavy!r} if m in sys.modules])"
     completed = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO_ROOT
     )
@@ -183,7 +183,7 @@ def test_the_command_line_loads_no_heavy_library_until_a_command_runs() -> None:
 def test_importing_the_packages_changes_no_environment_variable() -> None:
     code = (
         "import json, os; before = dict(os.environ); "
-        "import pipelines, pipelines.cli, pipelines.common.offline, flows; "
+        "import pipelines, pipelines.cli, pipelines.common.offline, flows, mathembed.cli; "
         "print(json.dumps(dict(os.environ) == before))"
     )
     completed = subprocess.run(

@@ -18,7 +18,7 @@ from repo import REPO
 from typer.testing import CliRunner, Result
 
 from flows import nightly
-from pipelines import cli
+from mathembed import cli
 
 
 @pytest.fixture

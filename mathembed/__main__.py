@@ -1,0 +1,5 @@
+"""``python -m mathembed`` runs the ``mathembed`` command line."""
+
+from mathembed.cli import app
+
+app(prog_name="mathembed")
