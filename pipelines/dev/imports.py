@@ -4,7 +4,9 @@ checks the list).
 
 Imports are read with :mod:`ast`, wherever they sit (a command imports its stage inside
 the function, after the offline switches are set), except under ``if TYPE_CHECKING:``,
-which never runs. ``from pipelines.validate import formats`` imports the module
+which never runs (``type_checking=True`` counts those too: the layering test does, since
+a type is a dependency of the design even when it costs nothing at run time).
+``from pipelines.validate import formats`` imports the module
 ``pipelines.validate.formats``; importing a module also runs its packages' ``__init__``.
 Only first-party code counts (``pipelines``, ``flows``); the compiled ``metrics_rs`` is
 named by its sources.
@@ -59,12 +61,15 @@ def _type_checking_only(node: ast.If) -> bool:
     )
 
 
-def _import_nodes(tree: ast.AST) -> Iterable[ast.Import | ast.ImportFrom]:
-    """Every import statement that can run: ``if TYPE_CHECKING:`` bodies are skipped."""
+def _import_nodes(
+    tree: ast.AST, type_checking: bool = False
+) -> Iterable[ast.Import | ast.ImportFrom]:
+    """Every import statement that can run (``type_checking``: and those under ``if
+    TYPE_CHECKING:``, which are skipped otherwise)."""
     stack: list[ast.AST] = [tree]
     while stack:
         node = stack.pop()
-        if isinstance(node, ast.If) and _type_checking_only(node):
+        if not type_checking and isinstance(node, ast.If) and _type_checking_only(node):
             stack.extend(node.orelse)
             continue
         if isinstance(node, ast.Import | ast.ImportFrom):
@@ -72,13 +77,13 @@ def _import_nodes(tree: ast.AST) -> Iterable[ast.Import | ast.ImportFrom]:
         stack.extend(ast.iter_child_nodes(node))
 
 
-def imported_names(source: str, module: str) -> set[str]:
+def imported_names(source: str, module: str, *, type_checking: bool = False) -> set[str]:
     """The absolute names ``source`` (the code of ``module``) imports: a module, or for
     ``from m import x`` both ``m`` and ``m.x`` (which of them is a module is the caller's
     to decide). Relative imports are resolved against ``module``."""
     package = module.rsplit(".", 1)[0] if "." in module else module
     names: set[str] = set()
-    for node in _import_nodes(ast.parse(source)):
+    for node in _import_nodes(ast.parse(source), type_checking):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
             continue
