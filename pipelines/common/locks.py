@@ -7,27 +7,22 @@ second one waits a bounded time, then fails naming the lock file and its holder.
 OS file lock (``flock``, taken by ``filelock``), so a killed holder leaves no stale lock.
 The nightly flow's own lock (``data/nightly.lock``) is a different file: the flow runs its
 stages one at a time through ``dvc repro``, each taking this lock in turn; so is the
-promotion lock (``mlruns/promote.lock``, :func:`promotion_lock`), one promotion or rollback
-at a time. :func:`held_lock` is the one file lock every lock of mathembed (stage, nightly
-run, promotion) is made of.
+promotion lock (``mlruns/promote.lock``, :func:`pipelines.common.registry.promotion_lock`),
+one promotion or rollback at a time. :func:`held_lock` is the one file lock every lock of
+mathembed (stage, nightly run, promotion) is made of.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from pipelines.common.paths import Paths
-from pipelines.common.registry import RERUN_HINT, PromotionLockedError
-
 STAGE_LOCK_FILE = ".stage.lock"
-#: In the MLflow store's folder (``mlruns/``): promotions that share it take turns.
-PROMOTION_LOCK_FILE = "promote.lock"
 #: How long a stage waits for the one before it; the environment variable overrides it
 #: (tests, or an operator who would rather queue a long training run).
 WAIT_SECONDS = 60.0
@@ -131,24 +126,3 @@ def stage_lock(root: Path, command: str, wait_seconds: float | None = None) -> I
     holder = f"pid {os.getpid()}, mathembed {command}, since {since_now()}"
     with held_lock(lock_path, holder, busy, wait_seconds=wait):
         yield
-
-
-def promotion_lock(paths: Paths, timeout_seconds: float) -> AbstractContextManager[None]:
-    """Hold ``<root>/mlruns/promote.lock`` (:func:`held_lock`), waiting up to the timeout.
-
-    It serialises promotions and rollbacks that share this root (the nightly flow and a
-    person at the terminal); a shared MLflow server used from several machines needs them
-    to share this folder too. Raises :class:`PromotionLockedError` when the wait runs out.
-    """
-    lock_path = paths.mlflow_store / PROMOTION_LOCK_FILE
-    return held_lock(
-        lock_path,
-        f"pid {os.getpid()} since {since_now()}\n",
-        lambda holder: PromotionLockedError(
-            f"another promotion holds {lock_path} ({holder}); gave up after "
-            f"{timeout_seconds:g} s (params.yaml promote.lock_timeout_seconds). "
-            f"Wait for it to finish, then {RERUN_HINT}"
-        ),
-        wait_seconds=timeout_seconds,
-        poll_seconds=0.05,
-    )

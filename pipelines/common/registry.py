@@ -5,20 +5,22 @@ fingerprint, and MLflow's failures turned into messages that say what to do (wit
 password in the URI hidden). A local ``mlflow.db`` that is empty, truncated or not SQLite
 is reported, never re-initialised: MLflow would silently migrate it into an empty registry.
 
-MLflow and requests are imported inside the functions: importing this module stays cheap
-(every command imports it through :mod:`pipelines.common.locks`).
+Also the promotion lock (:func:`promotion_lock`): one promotion or rollback at a time on
+a root. MLflow and requests are imported inside the functions: importing this module stays
+cheap.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pipelines.common.config import PromoteParams
+from pipelines.common.locks import held_lock, since_now
 from pipelines.common.paths import Paths
 from pipelines.common.redact import redact
 
@@ -62,6 +64,8 @@ PREVIOUS = "previous"
 ALIASES = (CHAMPION, CHALLENGER, PREVIOUS)
 #: The version tag that names the model's files (:func:`pipelines.common.models.model_fingerprint`).
 TAG_FINGERPRINT = "fingerprint"
+#: In the MLflow store's folder (``mlruns/``): promotions that share it take turns.
+PROMOTION_LOCK_FILE = "promote.lock"
 #: The experiment tag MLflow 3's UI reads to open an experiment on runs and models rather
 #: than on GenAI traces (the UI's ``ExperimentKind`` values).
 EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
@@ -174,6 +178,27 @@ def promotion_experiment(registry: Registry, promote: PromoteParams, *, create: 
     if create and experiment.tags.get(EXPERIMENT_KIND_TAG) != MODEL_TRAINING_KIND:
         client.set_experiment_tag(experiment_id, EXPERIMENT_KIND_TAG, MODEL_TRAINING_KIND)
     return experiment_id
+
+
+def promotion_lock(paths: Paths, timeout_seconds: float) -> AbstractContextManager[None]:
+    """Hold ``<root>/mlruns/promote.lock`` (:func:`held_lock`), waiting up to the timeout.
+
+    It serialises promotions and rollbacks that share this root (the nightly flow and a
+    person at the terminal); a shared MLflow server used from several machines needs them
+    to share this folder too. Raises :class:`PromotionLockedError` when the wait runs out.
+    """
+    lock_path = paths.mlflow_store / PROMOTION_LOCK_FILE
+    return held_lock(
+        lock_path,
+        f"pid {os.getpid()} since {since_now()}\n",
+        lambda holder: PromotionLockedError(
+            f"another promotion holds {lock_path} ({holder}); gave up after "
+            f"{timeout_seconds:g} s (params.yaml promote.lock_timeout_seconds). "
+            f"Wait for it to finish, then {RERUN_HINT}"
+        ),
+        wait_seconds=timeout_seconds,
+        poll_seconds=0.05,
+    )
 
 
 def sqlite_store_problem(header: bytes, size: int) -> str | None:

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pipelines.common.config import PromoteParams
-from pipelines.common.locks import promotion_lock
 from pipelines.common.paths import Paths
 from pipelines.common.registry import (
     ALIASES,
@@ -20,6 +19,7 @@ from pipelines.common.registry import (
     connect,
     missing_files_message,
     model_files_problem,
+    promotion_lock,
     registry_errors,
 )
 from pipelines.promote.provenance import now

@@ -58,7 +58,6 @@ import requests
 
 from pipelines.common import io
 from pipelines.common.config import Params
-from pipelines.common.locks import promotion_lock
 from pipelines.common.paths import Paths
 from pipelines.common.redact import redact, redact_url
 from pipelines.common.registry import (
@@ -69,6 +68,7 @@ from pipelines.common.registry import (
     Registry,
     connect,
     fluent_uri,
+    promotion_lock,
     registry_errors,
 )
 from pipelines.common.reporting import NOT_PROMOTED, PROMOTED, promotion_file

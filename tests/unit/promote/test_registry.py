@@ -24,7 +24,6 @@ from promotion_worlds import (
 )
 
 from pipelines.common.io import write_json, write_parquet
-from pipelines.common.locks import promotion_lock
 from pipelines.common.models import data_hash, model_fingerprint
 from pipelines.common.paths import Paths
 from pipelines.common.registry import (
@@ -32,6 +31,7 @@ from pipelines.common.registry import (
     PromotionLockedError,
     PromotionRefusedError,
     Registry,
+    promotion_lock,
     tracking_uri,
 )
 from pipelines.promote import promotion, run_log
