@@ -28,7 +28,7 @@ def ingest(
     import logging
 
     from pipelines.common.paths import Paths
-    from pipelines.ingest.arxiv.client import ArxivError
+    from pipelines.ingest.arxiv.transport import ArxivError
     from pipelines.ingest.stage import run_from_source
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")

@@ -29,7 +29,8 @@ from hostile_arxiv import (
 
 from pipelines.common import io
 from pipelines.common.paths import Paths
-from pipelines.ingest.stage import IngestReport, run_ingest
+from pipelines.ingest.report import IngestReport
+from pipelines.ingest.stage import run_ingest
 
 GOOD = "2401.00001v1"
 PAPER = "2401.00002v1"  # the one whose e-print request gets an error page

@@ -16,7 +16,7 @@ from hostile_arxiv import NOW, PARAMS, Answer, atom_entry, atom_feed, client_for
 
 from pipelines.common.paths import Paths
 from pipelines.ingest.arxiv.atom import FeedError, parse_feed
-from pipelines.ingest.arxiv.client import ArxivError
+from pipelines.ingest.arxiv.transport import ArxivError
 from pipelines.ingest.stage import run_ingest
 
 INJECTED = "INJECTED-BY-THE-DTD"

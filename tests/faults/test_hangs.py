@@ -17,7 +17,8 @@ from contextlib import contextmanager
 
 import pytest
 
-from pipelines.ingest.arxiv.client import REQUEST_DEADLINE_FACTOR, ArxivClient, ArxivError
+from pipelines.ingest.arxiv.client import ArxivClient
+from pipelines.ingest.arxiv.transport import REQUEST_DEADLINE_FACTOR, ArxivError
 
 TIMEOUT_SECONDS = 0.3  # per wait for bytes; the drip is six times faster than that
 DRIP_INTERVAL_SECONDS = 0.05

@@ -32,7 +32,9 @@ from typer.testing import CliRunner
 from pipelines import cli
 from pipelines.common import io
 from pipelines.common.paths import Paths
-from pipelines.ingest.stage import IngestReport, read_watermark, run_ingest
+from pipelines.ingest.raw_store import read_watermark
+from pipelines.ingest.report import IngestReport
+from pipelines.ingest.stage import run_ingest
 
 GOOD = ("2401.00001v1", "2401.00002v1")
 GOOD_UPDATED = "2024-01-03T10:00:00Z"  # the later of the good entries

@@ -1,5 +1,7 @@
 """arXiv access for the ``ingest`` stage: the Atom listing, the HTTP client, e-print extraction.
 
-``atom`` and ``archive`` are pure (bytes in, values out); ``client`` is the only module
-that talks to the network. :mod:`pipelines.ingest.stage` ties them to the raw store.
+``atom``, ``archive`` and ``sniff`` are pure (bytes in, values out); ``client`` (the
+listing and e-print endpoints) over ``transport`` (politeness, retries, deadlines) is the
+only code that talks to the network. :mod:`pipelines.ingest.harvest` ties them to the raw
+store.
 """

@@ -34,14 +34,14 @@ from pipelines.ingest.arxiv.client import (
     CONTACT_ENV,
     FALLBACK_CONTACT,
     ArxivClient,
-    ArxivError,
     Eprint,
     build_user_agent,
-    parse_retry_after,
     user_agent_for,
 )
+from pipelines.ingest.arxiv.transport import ArxivError, parse_retry_after
+from pipelines.ingest.raw_store import read_watermark
 from pipelines.ingest.sample.server import MirrorServer
-from pipelines.ingest.stage import read_watermark, run_ingest
+from pipelines.ingest.stage import run_ingest
 
 N_PAPERS = 20  # the generator's minimum: one paper of every kind, some revised
 SEED = 7

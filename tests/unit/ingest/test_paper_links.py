@@ -11,6 +11,7 @@ from pipelines.common.io import read_json, write_json
 from pipelines.common.paths import Paths
 from pipelines.common.raw_layout import RAW_META_FILE, version_folder
 from pipelines.ingest.arxiv.atom import abs_page
+from pipelines.ingest.harvest import no_link
 from pipelines.ingest.sample.corpus_manifest import (
     STACKS_SOURCE,
     ChapterRecord,
@@ -18,7 +19,7 @@ from pipelines.ingest.sample.corpus_manifest import (
     paper_links,
 )
 from pipelines.ingest.sample.layout import MANIFEST_FILE
-from pipelines.ingest.stage import no_link, run_from_source
+from pipelines.ingest.stage import run_from_source
 
 
 def stacks_mirror(folder: Path, chapters: dict[str, str]) -> Path:

@@ -18,10 +18,12 @@ from pipelines.common.config import IngestParams
 from pipelines.common.paths import Paths
 from pipelines.common.raw_layout import RAW_META_FILE, RAW_SOURCE_FILE, version_folder
 from pipelines.ingest.arxiv.archive import Source, extract_source
+from pipelines.ingest.harvest import archive_limits
+from pipelines.ingest.report import COUNT_KEYS
 from pipelines.ingest.sample.corpus import CORPUS_DIR, PREAMBLE, build_corpus_mirror
 from pipelines.ingest.sample.corpus_manifest import CorpusManifest
 from pipelines.ingest.sample.layout import tar_gz
-from pipelines.ingest.stage import COUNT_KEYS, archive_limits, run_from_source
+from pipelines.ingest.stage import run_from_source
 
 CORPUS = REPO / CORPUS_DIR
 DEFINITION = re.compile(r"\\begin\{definition\}.*?\\end\{definition\}\n?", re.DOTALL)
