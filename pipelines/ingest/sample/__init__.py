@@ -6,6 +6,7 @@
 * :mod:`.corpus_manifest` — what that mirror records per paper, and each paper's link;
 * :mod:`.blueprints` — ``build_blueprint_mirror()`` writes it from the Lean blueprint
   projects (``sample.corpus: blueprints``);
+* :mod:`.blueprints_manifest` — what that mirror records per paper;
 * :mod:`.listing` and :mod:`.server` — ``MirrorServer`` serves it over HTTP like arXiv;
 * :mod:`.cli` — ``mathembed sample`` builds the mirror, ``mathembed sample-serve``
   serves it.

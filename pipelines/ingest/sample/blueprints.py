@@ -33,18 +33,16 @@ import hashlib
 import posixpath
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any
 
-from pipelines.common.io import read_json
 from pipelines.ingest.arxiv.archive import strip_comment
+from pipelines.ingest.sample.blueprints_manifest import BlueprintManifest, BlueprintRecord
 from pipelines.ingest.sample.corpus import latex_to_plain, plain_summary, spread_times
 from pipelines.ingest.sample.layout import (
     CONTENT_TYPE_TAR,
     EPRINT_DIR,
-    MANIFEST_FILE,
     built_in_staging,
     iso_time,
     listing_line,
@@ -53,7 +51,6 @@ from pipelines.ingest.sample.layout import (
     write_index,
 )
 
-CORPUS = "blueprints"
 KNOB = "sample.blueprints_dir"  # named in every error about the corpus folder
 PROJECT_MAIN = "print.tex"  # the LaTeX build's main file (web.tex is plasTeX's)
 MAIN_FILE = "paper.tex"  # generated: print.tex's preamble + one chapter
@@ -64,7 +61,6 @@ ID_ARCHIVE = "blueprint"  # no such arXiv archive: these ids cannot clash with r
 ID_YYMM = "2608"
 MAX_PROJECTS = 9
 MAX_CHAPTERS = 99
-MANIFEST_FORMAT = 1
 MIN_SUMMARY_CHARS = 80  # a shorter first paragraph ("See Lemma 3.") is no abstract
 
 #: Project folder → arXiv categories, primary first (what the project's own arXiv papers
@@ -293,76 +289,6 @@ def read_project(folder: str, files: Mapping[str, str], readme: str = "") -> Pro
         repository=repository,
         commit=commit,
     )
-
-
-# -- the manifest ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class BlueprintRecord:
-    """One paper of the blueprints mirror and the chapter it was built from."""
-
-    paper_id: str
-    version: int
-    project: str  # the project folder, "teorth-pfr"
-    chapter: str  # path inside the project folder, "chapter/entropy.tex"
-    chapter_sha256: str
-    title: str
-    updated: str
-    eprint: str  # path relative to the mirror folder
-    content_type: str
-    encoding: str
-    main_file: str  # MAIN_FILE: ingest must pick it
-    files: tuple[str, ...]
-    repository: str
-    commit: str
-    licence: str
-
-    @property
-    def versioned_id(self) -> str:
-        return f"{self.paper_id}v{self.version}"
-
-
-@dataclass(frozen=True)
-class BlueprintManifest:
-    start: str
-    end: str
-    versions: tuple[BlueprintRecord, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "format": MANIFEST_FORMAT,
-            "corpus": CORPUS,
-            "window": {"start": self.start, "end": self.end},
-            "counts": {
-                "papers": len(self.versions),
-                "projects": len({record.project for record in self.versions}),
-            },
-            "versions": [
-                {**asdict(record), "files": list(record.files)} for record in self.versions
-            ],
-        }
-
-    @classmethod
-    def from_json(cls, raw: Mapping[str, Any]) -> BlueprintManifest:
-        if raw.get("corpus") != CORPUS or raw.get("format") != MANIFEST_FORMAT:
-            raise ValueError(
-                f"manifest holds corpus {raw.get('corpus', 'synthetic')!r} (format "
-                f"{raw.get('format')!r}), not {CORPUS!r} format {MANIFEST_FORMAT}; rebuild "
-                f"the mirror with mathembed sample (sample.corpus: {CORPUS})"
-            )
-        versions = tuple(
-            BlueprintRecord(**{**item, "files": tuple(item["files"])}) for item in raw["versions"]
-        )
-        return cls(raw["window"]["start"], raw["window"]["end"], versions)
-
-
-def load_blueprint_manifest(mirror_dir: Path) -> BlueprintManifest:
-    """Read the ``manifest.json`` of a mirror built by :func:`build_blueprint_mirror`."""
-    path = mirror_dir / MANIFEST_FILE
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} not found; run mathembed sample first")
-    return BlueprintManifest.from_json(read_json(path))
 
 
 # -- the mirror on disk ---------------------------------------------------------------

@@ -21,7 +21,7 @@ from pipelines.common.cli import (
 
 if TYPE_CHECKING:
     from pipelines.dev.synthetic.manifest import Manifest
-    from pipelines.ingest.sample.blueprints import BlueprintManifest
+    from pipelines.ingest.sample.blueprints_manifest import BlueprintManifest
     from pipelines.ingest.sample.corpus_manifest import CorpusManifest
 
 MirrorOption = Annotated[

@@ -31,14 +31,13 @@ from pipelines.ingest.sample.blueprints import (
     KNOB,
     LICENSE,
     MAIN_FILE,
-    BlueprintManifest,
     build_blueprint_mirror,
     categories_outside,
     chapter_summary,
     chapter_title,
-    load_blueprint_manifest,
     paper_id,
 )
+from pipelines.ingest.sample.blueprints_manifest import BlueprintManifest, load_blueprint_manifest
 from pipelines.ingest.sample.corpus_manifest import load_corpus_manifest
 from pipelines.ingest.sample.layout import mirror_corpus
 from pipelines.ingest.stage import run_from_source
