@@ -18,6 +18,7 @@ from pipelines.common.cli import (
     ParamsOption,
     RootOption,
     command_errors,
+    log_progress,
     params_path,
 )
 
@@ -49,6 +50,7 @@ def promote(
     from pipelines.promote.formatting import format_promotion
     from pipelines.promote.promotion import promote_candidate
 
+    log_progress()  # scoring embeds what the store lacks: its progress reaches the flow log
     with command_errors("promote", bad_input=_bad_input()):
         result = promote_candidate(
             load_params(params_path(params, root)), Paths(root), candidate_dir=candidate
