@@ -58,6 +58,12 @@ def new_project(root: Path, changes: dict[str, dict[str, Any]] | None = None) ->
     # included, on the real chapters would slow CI down, and the tests that add papers
     # to the mirror need the generator's n_papers.
     shutil.copytree(REPO / "corpora", root / "corpora")
+    # dvc.yaml's evaluate stage depends on the extension's sources too (it runs the built
+    # extension of the venv, but DVC hashes what it lists).
+    for source in ("metrics_rs/src", "metrics_rs/Cargo.toml"):
+        copy = shutil.copytree if (REPO / source).is_dir() else shutil.copy
+        (root / source).parent.mkdir(parents=True, exist_ok=True)
+        copy(REPO / source, root / source)
     # 80: the smallest mirror the generator accepts. Its eval set has ~20 queries, not the
     # real corpus's ~195 that validate.min_queries (100) is set for.
     update_params(root, {"sample": {"corpus": "synthetic", "n_papers": 80}})
