@@ -5,8 +5,8 @@ the night's table agree:
 * numbers: scores to four decimals, p-values to two significant digits (``p = 0.0001``,
   ``p = 0.92``, ``p < 0.0001``);
 * metric names: the key ``mrr@10`` (``metrics_rs``'s, in every file) is shown as the label
-  ``MRR@10`` (``Recall@100``, ``Hit@10``...), and a family heading a figure's panel by its
-  title (``Hit rate``);
+  ``MRR@10`` (``Recall@100``, ``Hit@10``...), a family heading a figure's panel by its
+  title (``Hit rate``), and spelled ``mrr_at_10`` in MLflow, whose keys may not hold "@";
 * the decision: ``metrics/promotion.json`` (written by ``mathembed promote``), read here by
   every reader.
 """
@@ -79,6 +79,11 @@ FAMILY_LABELS = {
 }
 #: A family as the title of a figure's panel: its label, the hit rate said in full.
 FAMILY_TITLES = {**FAMILY_LABELS, "hit": "Hit rate"}
+
+
+def mlflow_name(metric: str) -> str:
+    """A metric name as MLflow accepts it in a key: ``mrr@10`` -> ``mrr_at_10`` (pure)."""
+    return metric.replace("@", "_at_")
 
 
 def metric_label(metric: str) -> str:

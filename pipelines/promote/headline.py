@@ -14,9 +14,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from pipelines.common.reporting import NOT_PROMOTED, PROMOTED, round_score
+from pipelines.common.reporting import NOT_PROMOTED, PROMOTED, mlflow_name, round_score
 from pipelines.promote.decision import Decision
-from pipelines.promote.tags import metric_tag
 
 #: The metrics the headline shows when ``eval.json`` is all there is.
 HEADLINE_METRICS = ("mrr@10", "ndcg@10")
@@ -94,7 +93,7 @@ def run_metrics(*headlines: Mapping[str, Any]) -> dict[str, float]:
             if isinstance(value, bool) or not isinstance(value, int | float):
                 continue
             if math.isfinite(value):
-                metrics[metric_tag(key)] = float(value)
+                metrics[mlflow_name(key)] = float(value)
     return metrics
 
 

@@ -27,7 +27,7 @@ from pipelines.common import io
 from pipelines.common.config import Params, PromoteParams
 from pipelines.common.paths import MODEL_METADATA_FILE, TRAINING_RUN_FILE, Paths
 from pipelines.common.registry import TAG_FINGERPRINT, Registry, promotion_experiment
-from pipelines.common.reporting import NOT_PROMOTED, PROMOTED
+from pipelines.common.reporting import NOT_PROMOTED, PROMOTED, mlflow_name
 from pipelines.promote.candidate import Candidate
 from pipelines.promote.card import model_readme
 from pipelines.promote.decision import Decision
@@ -40,7 +40,7 @@ from pipelines.promote.headline import (
 from pipelines.promote.provenance import dvc_lock_hashes, git_commit
 from pipelines.promote.run_inputs import embedding_signature, log_datasets
 from pipelines.promote.scoring import ScoredModels
-from pipelines.promote.tags import TAG_EVAL_DATA, metric_tag
+from pipelines.promote.tags import TAG_EVAL_DATA
 
 if TYPE_CHECKING:
     from mlflow.entities import Metric
@@ -367,8 +367,8 @@ def _curve_metric_name(curve: str, field: str) -> str:
     if curve == "validation_loss_curve" and field == "loss":
         return "train.validation_loss"
     if curve == "loss_curve":
-        return f"train.{metric_tag(field)}"
-    return f"train.{curve}.{metric_tag(field)}"
+        return f"train.{mlflow_name(field)}"
+    return f"train.{curve}.{mlflow_name(field)}"
 
 
 def _param_value(value: Any) -> str:

@@ -10,7 +10,7 @@ carry one tag per metric and side (``candidate.mrr_at_10``...): they are still r
 a re-decision replaces them by the new layout.
 
 Tag keys may not contain "@", so metric names are spelled with "_at_" (``mrr@10`` ->
-``mrr_at_10``).
+``mrr_at_10``: :func:`pipelines.common.reporting.mlflow_name`).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from pipelines.common.config import PromoteParams
 from pipelines.common.registry import TAG_FINGERPRINT, Registry
+from pipelines.common.reporting import mlflow_name
 from pipelines.promote.decision import Decision, Side
 from pipelines.promote.provenance import git_commit
 
@@ -61,11 +62,6 @@ LEGACY_TAGS = (
 TAG_ROLLED_BACK = "rolled_back_at"
 PROMOTED = "promoted"
 REJECTED = "rejected"
-
-
-def metric_tag(metric: str) -> str:
-    """A metric name as MLflow accepts it in a key: ``mrr@10`` -> ``mrr_at_10``."""
-    return metric.replace("@", "_at_")
 
 
 def decision_tags(
@@ -240,9 +236,9 @@ def _legacy_decision(tags: Mapping[str, str]) -> Decision:
 
     def values(prefix: str) -> dict[str, float]:
         return {
-            metric: float(tags[f"{prefix}.{metric_tag(metric)}"])
+            metric: float(tags[f"{prefix}.{mlflow_name(metric)}"])
             for metric in metrics
-            if f"{prefix}.{metric_tag(metric)}" in tags
+            if f"{prefix}.{mlflow_name(metric)}" in tags
         }
 
     p_value = tags.get("p_value", "")

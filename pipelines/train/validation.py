@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 import pandas as pd
 
+from pipelines.common.reporting import mlflow_name
+
 if TYPE_CHECKING:
     from sentence_transformers.sentence_transformer.evaluation import (
         InformationRetrievalEvaluator,
@@ -39,7 +41,7 @@ SCORE_FUNCTION = "cosine"
 #: name promotion also gives the ``validation_ir`` curve of train.json when it logs a
 #: training that had no live run, so both read alike.
 IR_CURVE = "validation_ir"
-MLFLOW_NAMES = {metric: f"train.{IR_CURVE}.{metric.replace('@', '_at_')}" for metric in IR_METRICS}
+MLFLOW_NAMES = {metric: f"train.{IR_CURVE}.{mlflow_name(metric)}" for metric in IR_METRICS}
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from pipelines.common.reporting import (
     format_delta,
     format_score,
     metric_label,
+    mlflow_name,
     promotion_file,
     read_promotion,
 )
@@ -33,6 +34,7 @@ def test_every_metric_family_has_one_label_and_one_title() -> None:
         "Hit@10",
     ]
     assert FAMILY_TITLES["hit"] == "Hit rate"  # a figure's panel says it in full
+    assert mlflow_name("mrr@10") == "mrr_at_10"  # MLflow keys may not hold "@"
 
 
 def test_scores_have_four_decimals_and_differences_a_sign() -> None:
