@@ -83,6 +83,12 @@ class Paths:
         return self.root / "data" / "embeddings"
 
     @property
+    def lexical_index(self) -> Path:
+        """The corpus's saved BM25 index, beside the embedding store: written by evaluate,
+        loaded by search; kept across runs, not a DVC output (:mod:`pipelines.common.lexical`)."""
+        return self.embedding_store / "bm25"
+
+    @property
     def legacy_embedding_caches(self) -> tuple[Path, ...]:
         """Where older versions kept embeddings (``.npy`` per corpus, ``.npz`` per model):
         removed when the store is first opened."""
