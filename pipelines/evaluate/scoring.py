@@ -20,7 +20,7 @@ import numpy.typing as npt
 
 import metrics_rs
 from pipelines.common.embeddings import Embeddings, LazyModel, matryoshka
-from pipelines.common.lexical import LexicalIndex
+from pipelines.common.lexical import LexicalIndex, retokenized, tokenize
 from pipelines.common.vector_store import EmbeddingStore, embed_stored
 from pipelines.evaluate.eval_set import DESCRIBED, MASKED, NAMED, SUBSETS, EvalSet, Subset
 from pipelines.evaluate.sources import ModelSource
@@ -194,15 +194,36 @@ def score_eval_set(
 LEXICAL_DIM = 0
 
 
-def score_lexical(eval_set: EvalSet, *, ks: Sequence[int]) -> dict[str, SubsetScores]:
+@dataclass(frozen=True)
+class LexicalIndexes:
+    """BM25 over the corpus, and over the corpus with the masked set's passages masked."""
+
+    corpus: LexicalIndex
+    masked: LexicalIndex
+
+
+def lexical_indexes(eval_set: EvalSet) -> LexicalIndexes:
+    """The two BM25 indexes :func:`score_lexical` ranks with. The corpus is tokenized once;
+    the masked corpus differs in a few hundred rows, and only those are tokenized again
+    (a text's words do not depend on the others), so both indexes are exactly what
+    indexing each corpus's texts would give."""
+    tokens = tokenize(eval_set.corpus_texts)
+    corpus = LexicalIndex.from_tokens(tokens)
+    if not eval_set.masked_texts:
+        return LexicalIndexes(corpus, corpus)
+    masked = LexicalIndex.from_tokens(retokenized(tokens, eval_set.masked_texts))
+    return LexicalIndexes(corpus, masked)
+
+
+def score_lexical(
+    eval_set: EvalSet, *, ks: Sequence[int], indexes: LexicalIndexes | None = None
+) -> dict[str, SubsetScores]:
     """BM25 (:class:`~pipelines.common.lexical.LexicalIndex`) on each set, the reference row
     that says whether a model beats plain word matching; scored like a model, at
-    :data:`LEXICAL_DIM`. A passage BM25 does not match ranks after those it does, by row."""
+    :data:`LEXICAL_DIM`. A passage BM25 does not match ranks after those it does, by row.
+    ``indexes``: :func:`lexical_indexes` of ``eval_set``, when the caller keeps them."""
     n_docs = len(eval_set.corpus_texts)
-    masked_texts = list(eval_set.corpus_texts)
-    for row, text in eval_set.masked_texts.items():
-        masked_texts[row] = text
-    indexes = {NAMED: LexicalIndex(eval_set.corpus_texts), MASKED: LexicalIndex(masked_texts)}
+    indexes = indexes or lexical_indexes(eval_set)
     depth = max(effective_ks(ks, n_docs))
     scores: dict[str, SubsetScores] = {}
     for name in (NAMED, MASKED, DESCRIBED):
@@ -210,7 +231,7 @@ def score_lexical(eval_set: EvalSet, *, ks: Sequence[int]) -> dict[str, SubsetSc
         if len(subset.rows) == 0:
             scores[name] = SubsetScores(0, [], {}, {})
             continue
-        index = indexes[MASKED if name == MASKED else NAMED]
+        index = indexes.masked if name == MASKED else indexes.corpus
         room = n_docs - max(len(excluded) for excluded in subset.excluded)
         subset_ks = [k for k in effective_ks(ks, n_docs) if k <= room] or [room]
         search = min(n_docs, depth + max(len(excluded) for excluded in subset.excluded))

@@ -41,7 +41,10 @@ values would drown ``dvc metrics show``)::
 
 ``embedding_store`` says what the night cost: the texts each model embedded now and those
 taken from the per-passage store (:mod:`pipelines.common.vector_store`); ``new_model`` marks
-a model with nothing stored before (a new candidate embeds all).
+a model with nothing stored before (a new candidate embeds all). With ``evaluate.cache``
+the corpus's BM25 index, built for the ``bm25`` reference row, is kept beside the store
+(``data/embeddings/bm25/``, not a DVC output) for search to load
+(:mod:`pipelines.common.lexical`).
 
 ``metrics/eval_per_query.parquet``: ``query_id, model, dim, metric, value`` for subset
 ``all``, every model, dimension and metric; within one (model, dim, metric) the rows
@@ -72,6 +75,7 @@ from pipelines.common.candidate_metadata import (
     read_candidate_metadata,
 )
 from pipelines.common.config import EvaluateParams
+from pipelines.common.lexical import save_lexical_index
 from pipelines.common.paths import MODEL_METADATA_FILE, Paths
 from pipelines.common.reporting import round_p_value
 from pipelines.common.tables import QUERY_SETS
@@ -91,6 +95,7 @@ from pipelines.evaluate.scoring import (
     Timer,
     dim_key,
     embed_eval_set,
+    lexical_indexes,
     paired_test_p_value,
     score_eval_set,
     score_lexical,
@@ -259,7 +264,10 @@ def run_evaluate(
             embeddings, eval_set, ks=params.ks, dims=dims_of[source.name], timer=timer
         )
     started = time.perf_counter()
-    lexical = score_lexical(eval_set, ks=params.ks)
+    indexes = lexical_indexes(eval_set)
+    lexical = score_lexical(eval_set, ks=params.ks, indexes=indexes)
+    if params.cache:  # search loads the corpus's index instead of building it again
+        save_lexical_index(paths.lexical_index, eval_set.corpus_texts, indexes.corpus)
     timer.add("metrics", started)
 
     summary = build_summary(

@@ -5,8 +5,9 @@ the model and its index key cannot disagree if a promotion moves the alias meanw
 loads it (``mlflow.sentence_transformers``); opens the search index of the corpus for that
 version's fingerprint (:mod:`pipelines.search.index`: from the per-passage embedding store
 that evaluate and promote fill, so a just-promoted model costs no embedding at all; exact
-below ``search.ann_threshold`` passages, approximate above); builds the BM25 index of the
-same passages (:mod:`pipelines.common.lexical`); and warms the model up with one query.
+below ``search.ann_threshold`` passages, approximate above); loads the BM25 index of the
+same passages that evaluate saved (:mod:`pipelines.common.lexical`; built and saved when
+none matches them); and warms the model up with one query.
 :meth:`SearchEngine.search` then costs one short encode, one index lookup (a matrix-vector
 product when exact) and, when hybrid, one BM25 scoring and a reciprocal-rank fusion.
 :func:`search` is the one-shot form: open, answer one query.
@@ -31,6 +32,7 @@ from pipelines.common.lexical import (
     Ranking,
     check_ranking,
     fuse,
+    open_lexical_index,
 )
 from pipelines.common.paths import Paths
 from pipelines.common.redact import redact
@@ -195,7 +197,7 @@ def open_engine(
     update = open_search_index(
         store, model, fingerprint, texts, params=search, batch_size=BATCH_SIZE
     )
-    lexical = LexicalIndex(texts)
+    lexical = open_lexical_index(paths.lexical_index, texts)
     engine = SearchEngine(model, ref, corpus, update.index, lexical, ranking)
     engine.encode_query("warm-up")  # the first forward pass allocates; users should not wait
     return engine

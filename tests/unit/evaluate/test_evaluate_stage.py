@@ -7,6 +7,7 @@ Matryoshka dimension and for the unseen-papers subset.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import struct
@@ -30,6 +31,7 @@ from pipelines import cli
 from pipelines.common import candidate_metadata
 from pipelines.common.candidate_metadata import BaseModelSpec
 from pipelines.common.config import EvaluateParams
+from pipelines.common.lexical import LexicalIndex, corpus_digest, load_lexical_index
 from pipelines.common.paths import Paths
 from pipelines.evaluate import eval_set as evaluation_set
 from pipelines.evaluate import reports, scoring, sources
@@ -817,3 +819,87 @@ def test_a_recorded_pooling_must_be_one_train_knows() -> None:
     with pytest.raises(ValueError, match=r"params.pooling 'max' is not one of \['cls', 'mean'\]"):
         candidate_metadata.base_spec_from_metadata(metadata)
     assert candidate_metadata.base_spec_from_metadata({"base_model": "x"}) is None
+
+
+# --------------------------------------------------------------------------- BM25's indexes
+
+NAMES = ["prime number", "chromatic polynomial", "abelian group", "lattice", "sheaf"]
+
+
+def masked_eval_set() -> evaluation_set.EvalSet:
+    """40 passages; each name's three relevant passages say it, so masking changes them."""
+    rng = np.random.default_rng(11)
+    filler = [
+        "the",
+        "of",
+        "a",
+        "group",
+        "ring",
+        "graph",
+        "vertex",
+        "number",
+        "field",
+        "space",
+        "map",
+        "order",
+        "set",
+        "prime",
+    ]
+    texts, qrel_rows = [], []
+    for row in range(40):
+        words = list(rng.choice(filler, size=12))
+        name = NAMES[row % len(NAMES)]
+        if row < 3 * len(NAMES):  # the first 15 passages are relevant to a name
+            words.insert(int(rng.integers(0, 12)), name)
+            qrel_rows.append({"query_id": f"q{row % len(NAMES)}", "chunk_id": f"c{row}"})
+        texts.append(" ".join(words))
+    chunks = pd.DataFrame({"chunk_id": [f"c{row}" for row in range(40)], "text": texts})
+    queries = pd.DataFrame(
+        {"query_id": [f"q{i}" for i in range(len(NAMES))], "text": NAMES, "set": "named"}
+    )
+    qrels = pd.DataFrame(qrel_rows).assign(grade=1, unseen=False)
+    return evaluation_set.build_eval_set(chunks, queries, qrels)
+
+
+def test_bm25_from_the_reused_tokens_equals_indexing_each_corpus_whole() -> None:
+    eval_set = masked_eval_set()
+    assert len(eval_set.masked_texts) == 15  # the masking changed rows: the case under test
+    masked_corpus = [
+        eval_set.masked_texts.get(row, text) for row, text in enumerate(eval_set.corpus_texts)
+    ]
+    rebuilt = scoring.LexicalIndexes(
+        LexicalIndex(eval_set.corpus_texts), LexicalIndex(masked_corpus)
+    )
+    reused = scoring.lexical_indexes(eval_set)
+    n_docs = len(eval_set.corpus_texts)
+    for query in [*eval_set.query_texts, "group ring field", "vertex"]:
+        assert reused.corpus.top(query, n_docs) == rebuilt.corpus.top(query, n_docs)
+        assert reused.masked.top(query, n_docs) == rebuilt.masked.top(query, n_docs)
+    # Masking moved BM25's ranking: the two indexes differ, and the test can tell them apart.
+    assert reused.masked.top("lattice", n_docs) != reused.corpus.top("lattice", n_docs)
+
+    ours = scoring.score_lexical(eval_set, ks=KS)
+    theirs = scoring.score_lexical(eval_set, ks=KS, indexes=rebuilt)
+    assert ours.keys() == theirs.keys() and ours["masked"].n_queries == len(NAMES)
+    for name, expected in theirs.items():
+        assert ours[name].means == expected.means  # exactly, not approximately
+        for dim, metrics in expected.per_query.items():
+            for metric, values in metrics.items():
+                np.testing.assert_array_equal(ours[name].per_query[dim][metric], values)
+
+
+def test_evaluate_keeps_the_corpus_s_bm25_index_for_search_and_not_without_the_cache(
+    evaluated: tuple[Path, evaluate.EvalReport], tmp_path: Path, models: Models
+) -> None:
+    root, _ = evaluated
+    texts = pd.read_parquet(Paths(root).validated / "chunks.parquet")["text"].tolist()
+    kept = Paths(root).lexical_index
+    assert [path.name for path in kept.iterdir()] == [corpus_digest(texts)]
+    loaded = load_lexical_index(kept, texts)
+    assert loaded is not None
+    assert loaded.top("group ring", 36) == LexicalIndex(texts).top("group ring", 36)
+
+    uncached = make_root(tmp_path / "uncached", models)
+    params = dataclasses.replace(PARAMS, cache=False)
+    run_evaluate(params, Paths(uncached), outputs=no_figures(uncached), progress=False)
+    assert not Paths(uncached).lexical_index.exists()

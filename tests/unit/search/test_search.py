@@ -87,6 +87,30 @@ def test_hybrid_finds_by_word_what_the_model_cannot_and_dense_is_the_model_alone
         search("prime", 2, world.paths, world.params.promote, ranking="bm25")
 
 
+def test_search_loads_the_saved_bm25_index_and_a_changed_corpus_is_not_served_it(
+    world: World, bow_models: Models, caplog: pytest.LogCaptureFixture
+) -> None:
+    # knows_2 cannot tell "zeta" from any other word: only BM25 can find the passage below.
+    assert world.promote(world.install_candidate(bow_models.knows_2)).promoted
+    caplog.set_level(logging.WARNING, logger="pipelines.common.lexical")
+    first = search("lattice", 2, world.paths, world.params.promote)
+    assert "none is saved; building it" in caplog.text  # the first start builds and saves
+    saved = list(world.paths.lexical_index.iterdir())
+    caplog.clear()
+    assert search("lattice", 2, world.paths, world.params.promote) == first
+    assert not caplog.records  # the second loads it
+    assert list(world.paths.lexical_index.iterdir()) == saved
+
+    chunks_file = world.paths.validated / "chunks.parquet"
+    chunks = pd.read_parquet(chunks_file)
+    chunks.loc[len(chunks) - 1, "text"] = "zeta function"  # the last row: a tie ranks it last
+    write_parquet(chunks_file, chunks)
+    hits = search("zeta", 1, world.paths, world.params.promote)
+    assert hits[0].chunk_id == chunks["chunk_id"].iloc[-1]  # a stale index knows no "zeta"
+    assert "built from other passages" in caplog.text
+    assert list(world.paths.lexical_index.iterdir()) != saved  # the new corpus's replaced it
+
+
 @pytest.mark.parametrize(
     ("query", "k", "message"), [("  ", 3, "the query is empty"), ("x", 0, "k must be")]
 )
