@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -123,11 +124,23 @@ def latest_versions(papers: Iterable[RawPaper]) -> list[RawPaper]:
     return [latest[paper_id] for paper_id in sorted(latest)]
 
 
+#: A SHA-256 as ``hexdigest`` spells it: what a recorded ``source_sha256`` must look like.
+SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+
+
 def content_hash(raw: RawPaper) -> str:
-    """sha256 of ``source.tex`` (of the abstract when abstract-only; of nothing if missing)."""
+    """sha256 of ``source.tex`` (of the abstract when abstract-only; of nothing if missing).
+
+    Ingest records it in ``meta.json`` (``source_sha256``: the hash of the bytes it wrote)
+    and the raw store is append-only, so when it is there, well formed and the file exists,
+    it is taken as it is rather than the file read and hashed again each night; a store
+    written before ingest recorded it, or a value that is not a SHA-256, is hashed here."""
     if raw.source_kind == "abstract_only":
         abstract = raw.meta.get("abstract") or ""
         return hashlib.sha256(abstract.encode("utf-8")).hexdigest()
+    recorded = raw.meta.get("source_sha256")
+    if isinstance(recorded, str) and SHA256_HEX.fullmatch(recorded) and raw.source.is_file():
+        return recorded
     try:
         data = raw.source.read_bytes()
     except FileNotFoundError:

@@ -20,6 +20,7 @@ from pipelines.common.paths import Paths
 from pipelines.common.tables import CHUNKS_SCHEMA, PAPERS_SCHEMA, STATEMENTS_SCHEMA
 from pipelines.prepare import cleaning, outputs, stage
 from pipelines.prepare.outputs import fingerprint, load_previous
+from pipelines.prepare.raw_store import RawPaper, content_hash
 from pipelines.prepare.stage import PrepareReport, run_prepare
 
 PARAMS = PrepareParams(chunk_chars=400, overlap_chars=80, min_chunk_chars=50)
@@ -426,3 +427,74 @@ def test_unreadable_previous_passages_mean_cleaning_again_not_a_crash(
     assert len(counter.papers) == 4 and (report.prepared, report.reused) == (4, 0)
     after = strip_metadata(tables(store)[1])
     assert after.filter(pc.not_equal(after["paper_id"], "2401.00010")).equals(before)
+
+
+# ------------------------------------------------------------------ the recorded source hash
+
+
+def record_source_hashes(raw: Path) -> int:
+    """Write each readable version's ``source_sha256`` into its meta.json, as ingest records
+    it (the SHA-256 of the bytes it wrote); how many it recorded."""
+    recorded = 0
+    for meta_path in sorted(raw.glob("*/v*/meta.json")):
+        try:
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        except ValueError:
+            continue  # the broken one stays broken
+        source = meta_path.parent / "source.tex"
+        if source.is_file():
+            meta["source_sha256"] = hashlib.sha256(source.read_bytes()).hexdigest()
+            meta_path.write_text(json.dumps(meta), encoding="utf-8")
+            recorded += 1
+    return recorded
+
+
+def outputs_of(root: Path) -> dict[str, Any]:
+    """Every file prepare wrote, by path under the root: the tables and the metrics as bytes,
+    the quarantine records without their time and with the root's path left out."""
+    paths = Paths(root)
+    written: dict[str, Any] = {
+        str(path.relative_to(root)): path.read_bytes()
+        for path in [paths.metric_file("prepare"), *sorted(paths.processed.rglob("*.parquet"))]
+    }
+    for path in sorted(paths.quarantine.rglob("*.json")):
+        record = json.loads(path.read_text(encoding="utf-8").replace(str(root), "<root>"))
+        record.pop("quarantined_at")
+        written[str(path.relative_to(root))] = record
+    return written
+
+
+def test_recorded_source_hashes_give_byte_identical_outputs(tmp_path: Path) -> None:
+    hashed, recorded = tmp_path / "hashed", tmp_path / "recorded"
+    build_store(hashed)
+    build_store(recorded)
+    assert record_source_hashes(Paths(recorded).raw) == 5  # every tex version with a meta
+    run_prepare(PARAMS, Paths(hashed), progress=False, workers=1)
+    run_prepare(PARAMS, Paths(recorded), progress=False, workers=1)
+    outputs_hashed, outputs_recorded = outputs_of(hashed), outputs_of(recorded)
+    assert len(outputs_recorded) == 6  # 3 tables, the metrics, 2 papers quarantined
+    # The garbage paper's record carries its content hash: the recorded one, the same.
+    assert (
+        "content_hash" in outputs_recorded["data/quarantine/prepare/2401.00004v1.json"]["details"]
+    )
+    assert outputs_recorded == outputs_hashed
+
+
+def test_content_hash_takes_a_well_formed_recorded_hash_and_else_hashes_the_source(
+    tmp_path: Path,
+) -> None:
+    folder = write_version(Paths(tmp_path).raw, "2401.00001", 1, "tex", tex="\\section{X}")
+    meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+    of_the_file = hashlib.sha256(b"\\section{X}").hexdigest()
+
+    def hash_with(**changes: Any) -> str:
+        return content_hash(RawPaper("2401.00001", 1, folder, {**meta, **changes}))
+
+    # Not the file's hash, yet taken: the file is not read when ingest recorded its hash.
+    assert hash_with(source_sha256="ab" * 32) == "ab" * 32
+    for malformed in (None, "AB" * 32, "ab" * 31, "zz" * 32, " " + "ab" * 32, 12):
+        assert hash_with(source_sha256=malformed) == of_the_file
+    del meta["source_sha256"]  # a raw store written before ingest recorded it
+    assert hash_with() == of_the_file
+    (folder / "source.tex").unlink()  # recorded, but the file is gone: as before, no bytes
+    assert hash_with(source_sha256="ab" * 32) == hashlib.sha256(b"").hexdigest()
