@@ -4,11 +4,18 @@ The per-paper work (extraction, then the mention scan) is cached in
 ``data/cache/graph/per_paper.json`` by a hash of the paper's content
 (:func:`document_hash`). An extraction is reused under the same extractor fingerprint
 (extractor, its version, the stage's code, the graph params); a scan under the same code
-and surface forms or, when this run only *added* surface forms, when the paper lacks a
-word of each added form (none of them can match there, so a scan with the larger set finds
-exactly what it found before). Everything after that (merging, edges, descriptions) is
-redone from the per-paper results every run, so the outputs are the same as a
-from-scratch build's.
+and, when the surface forms changed since, if both hold (so a scan with the new forms
+finds exactly what it found before):
+
+* it names no concept one of whose earlier forms was removed or now names another concept.
+  The matcher takes, at each position, the longest form that matches there, so a form
+  never chosen in the paper changed no choice (dropping it changes nothing), and one that
+  was chosen left its concept in the scan. A concept that leaves the graph rescans only
+  the papers that named it, not every paper;
+* the paper lacks a word of each *added* form (none of them can match there).
+
+Everything after that (merging, edges, descriptions) is redone from the per-paper results
+every run, so the outputs are the same as a from-scratch build's.
 """
 
 from __future__ import annotations
@@ -361,7 +368,7 @@ def scan_all(
     failed: dict[str, str],
 ) -> tuple[list[DocumentScan], int, int]:
     """Every paper's scan, from the cache where it still holds; how many were reused, and
-    how many of those after a probe for added surface forms.
+    how many of those after a probe for surface forms added, removed or re-keyed since.
 
     A paper whose scan fails in its worker mentions nothing, is recorded in ``failed``
     and is not cached."""
@@ -370,21 +377,20 @@ def scan_all(
     code = code_fingerprint() if cache is not None else ""
     if cache is not None and cache.scan_code == code:
         forms = matcher.key_of_form
-        # Reusable as is when every earlier form still names the same concept; with forms
-        # added since, only if the paper cannot contain one of them.
-        if all(forms.get(form) == key for form, key in cache.forms.items()):
-            added_words = [
-                frozenset(WORD.findall(form)) for form in forms if form not in cache.forms
-            ]
-            for index, (document, digest) in enumerate(zip(documents, hashes, strict=True)):
-                if digest not in cache.scans:
+        # Reusable as is when the forms are unchanged; else when the scan names none of the
+        # concepts whose forms were removed or re-keyed, and the paper cannot contain an
+        # added form (the module docstring says why that is exact).
+        changed_keys = frozenset(key for form, key in cache.forms.items() if forms.get(form) != key)
+        added_words = [frozenset(WORD.findall(form)) for form in forms if form not in cache.forms]
+        for index, (document, digest) in enumerate(zip(documents, hashes, strict=True)):
+            if digest not in cache.scans:
+                continue
+            scan = scan_from_json(cache.scans[digest], document)
+            if scan is not None and (changed_keys or added_words):
+                if _names_any(scan, changed_keys) or _needs_rescan(added_words, scan.words):
                     continue
-                scan = scan_from_json(cache.scans[digest], document)
-                if scan is not None and added_words:
-                    if _needs_rescan(added_words, scan.words):
-                        continue
-                    probed += 1
-                found[index] = scan
+                probed += 1
+            found[index] = scan
     todo = [documents[index] for index, scan in enumerate(found) if scan is None]
     progress = tqdm(total=len(todo), desc="graph: mentions", unit="paper", disable=disable_progress)
     computed: list[DocumentScan] = []
@@ -417,6 +423,15 @@ def scan_all(
             if was_cached is not None or new.paper_id not in failed
         }
     return scans, len(documents) - len(todo), probed
+
+
+def _names_any(scan: DocumentScan, keys: frozenset[str]) -> bool:
+    """Whether the scan found one of these concepts (relations join mentioned ones)."""
+    if not keys:
+        return False
+    return any(key in keys for key, _chunk in scan.mentions) or any(
+        named & keys for _text, named in scan.statement_concepts
+    )
 
 
 def _needs_rescan(added_words: Sequence[frozenset[str]], paper_words: frozenset[str]) -> bool:

@@ -1132,6 +1132,22 @@ def test_adding_papers_gives_the_from_scratch_graph(tmp_path: Path) -> None:
     assert use["scan_computed"] + use["scan_reused"] == 5
 
 
+@pytest.mark.parametrize("leaving", list(CORPUS))
+def test_removing_a_paper_gives_the_from_scratch_graph(tmp_path: Path, leaving: str) -> None:
+    incremental = write_processed(tmp_path / "incremental")
+    run_graph(GraphParams(), incremental, extractor=CountingExtractor(), workers=0)
+    before = json.loads((incremental.metrics / "graph.json").read_text())["concepts"]
+    rest = {paper_id: paper for paper_id, paper in CORPUS.items() if paper_id != leaving}
+    write_processed(tmp_path / "incremental", rest)
+    report = run_graph(GraphParams(), incremental, extractor=CountingExtractor(), workers=0)
+    from_scratch = write_processed(tmp_path / "scratch", rest)
+    run_graph(GraphParams(), from_scratch, extractor=CountingExtractor(), workers=0)
+
+    assert graph_bytes(incremental) == graph_bytes(from_scratch)
+    assert report.cache_use["scan_computed"] + report.cache_use["scan_reused"] == len(rest)
+    assert report.concepts <= before
+
+
 def test_added_surface_forms_rescan_only_the_papers_that_contain_them(
     scan_calls: list[str],
 ) -> None:
@@ -1171,6 +1187,52 @@ def test_added_surface_forms_rescan_only_the_papers_that_contain_them(
         "extraction_computed": 1,
         "extraction_reused": 2,
         "scan_computed": 2,
+        "scan_reused": 1,
+        "scan_probed": 1,
+    }
+
+
+def test_a_departed_concept_rescans_only_the_papers_that_named_it(
+    scan_calls: list[str],
+) -> None:
+    def document(paper_id: str, text: str, statements: tuple[Statement, ...] = ()) -> PaperDocument:
+        chunk = Chunk(f"{paper_id}v1#c0000", text)
+        return PaperDocument(paper_id, "t", "", (), (chunk,), statements)
+
+    dyck = document(
+        "2401.00001",
+        "Dyck paths are counted by Catalan numbers; Motzkin paths also allow flat steps.",
+        (Statement("2401.00001v1#s000", "definition", "Dyck path", "A Dyck path is a path."),),
+    )
+    plain = document("2401.00002", "We count Dyck paths of semilength $n$ by their peaks.")
+    motzkin = document(
+        "2401.00003",
+        "Motzkin paths generalize Dyck paths.",
+        (Statement("2401.00003v1#s000", "definition", "Motzkin path", "A Motzkin path is."),),
+    )
+    cache = GraphCache()
+    params = GraphParams(cooccurrence_min_papers=1)
+    first, _ = build_graph(
+        [dyck, plain, motzkin], RulesExtractor(), params, disable_progress=True, cache=cache
+    )
+    assert "motzkin path" in set(first.concepts["name"])
+    scan_calls.clear()
+    # The paper that defined it leaves: the concept goes, and its forms with it.
+    incremental, report = build_graph(
+        [dyck, plain], RulesExtractor(), params, disable_progress=True, cache=cache
+    )
+    scanned_again = list(scan_calls)
+    scratch, _report = build_graph([dyck, plain], RulesExtractor(), params, disable_progress=True)
+
+    for table in GRAPH_TABLES:
+        pd.testing.assert_frame_equal(getattr(incremental, table), getattr(scratch, table))
+    assert "motzkin path" not in set(incremental.concepts["name"])
+    # The first paper named the Motzkin path: scanned again; the second never did: reused.
+    assert scanned_again == ["2401.00001"]
+    assert report.cache_use == {
+        "extraction_computed": 0,
+        "extraction_reused": 2,
+        "scan_computed": 1,
         "scan_reused": 1,
         "scan_probed": 1,
     }
