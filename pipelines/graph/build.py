@@ -89,7 +89,7 @@ class GraphReport:
     citations: int = 0
     # Per-paper work done vs reused from the cache: extraction_computed/extraction_reused,
     # scan_computed/scan_reused (each pair adds up to ``papers``); scan_probed counts the
-    # reused scans that needed a probe for newly added surface forms first.
+    # reused scans that needed a probe for surface forms added, removed or re-keyed first.
     cache_use: dict[str, int] = field(default_factory=dict)
     # Papers whose extraction or scan raised, killed its worker or ran past
     # graph.paper_timeout_seconds: paper id -> why. They add nothing to the graph (a failed
