@@ -140,15 +140,17 @@ ROWS: tuple[tuple[str, str, str, str], ...] = (
         "prepare",
         "prepare",
         NEW,
-        "per-paper cache (the previous outputs by paper, version, content hash): cleans only "
-        "new versions; still scans every raw folder's meta and rewrites the whole tables",
+        "per-paper cache (the previous outputs by paper, version, content hash; the hash "
+        "ingest recorded in meta.json, no source read again): cleans only new versions; still "
+        "scans every raw folder's meta and rewrites the whole tables",
     ),
     (
         "graph",
         "graph",
         WHOLE,
-        "per-paper extraction and mention scan cached (graph/cache.py); merging, edges, "
-        "descriptions, the tables and the cache file are redone from every paper",
+        "per-paper extraction and mention scan cached (graph/cache.py; a concept that leaves "
+        "rescans only the papers that named it); merging, edges, descriptions, the tables and "
+        "the cache file are redone from every paper",
     ),
     ("pairs", "pairs", WHOLE, "build_pairs reads every processed table; no cache"),
     ("validate", "validate", WHOLE, "pandera and Great Expectations over every table"),
@@ -170,9 +172,10 @@ ROWS: tuple[tuple[str, str, str, str], ...] = (
         "evaluate.rest",
         "evaluate: scoring (BM25 row), reports",
         WHOLE,
-        "the BM25 reference row builds two BM25 indexes, of the corpus and of the masked "
-        "corpus, over every passage (score_lexical: 60 of the 72 s at 100x under cProfile); "
-        "each query ranked against every passage (metrics_rs.knn); the reports",
+        "the BM25 reference row: the corpus tokenized once (the masked rows again), two BM25 "
+        "indexes over every passage, of the corpus and of the masked corpus (IDF and lengths "
+        "are whole-corpus; ~31 s at 100x), the corpus's saved for search; each query ranked "
+        "against every passage (metrics_rs.knn); the reports",
     ),
     (
         "promote.embedding",
@@ -200,8 +203,8 @@ ROWS: tuple[tuple[str, str, str, str], ...] = (
         "search.rest",
         "search: serve-search start, rest",
         WHOLE,
-        "builds the BM25 index over every passage (~75 % of this row at 100x under "
-        "cProfile), reads the corpus and maps statements to passages, loads the model",
+        "loads the BM25 index evaluate saved (memory-mapped; its key hashes every text), "
+        "reads the corpus and maps statements to passages, loads the model",
     ),
 )
 ROW_KEYS = tuple(row[0] for row in ROWS)
@@ -1144,59 +1147,67 @@ def render(result: Mapping[str, Any]) -> str:
 #: What the figures say and what would make the whole-corpus stages incremental; written
 #: after a run, from its figures and the stages' code.
 FINDINGS = """
-## Findings (the record of 2026-11-26T19:21, commit 43ef908)
+## Findings (the record of 2026-11-26T20:01, commit 0c9099e)
 
-**The store does its part.** A night embeds only what it has not seen for the base and the
-champion: at 100x the base embedded 1,850 of 423,240 passages (2.7 s, 3 % of its full-run
-95 s), promote embedded the champion's same 1,850 and took candidate and base from the
-store, and serve-search embedded nothing. The candidate, a new model, embeds every
-distinct text of the eval set (225,351 at 100x, the masked set's included; the synthetic
-corpus repeats about half its passages at 10x and 100x, and the store keys by text).
+**What changed since the first record** (2026-11-26T19:21, commit 43ef908: 19.5 % at 100x).
+Three of its proposals were made, each exact (the outputs are those of the code before):
 
-**The target fails with the tiny model, and passes with the demo's.** At +1 % papers the
-night without the candidate's embedding costs 19.5 % of a full run at 100x (22.3 % like
-for like), 34.7 % at 10x, 54 % at 1x, where fixed costs (validate's Great Expectations
-set-up, MLflow) weigh. The tiny model embeds ~2,800 passages/s, the demo's MiniLM ~37
-here: priced at MiniLM's rate the same night is 2.1 % of a full run at 100x (4.0 % like for
-like) and 3.2 % at 10x (6.1 %). What is left is whole-corpus work of ~150 s at 100x,
-small beside a real model's embedding but a fifth of a run when embedding costs nothing.
+1. *BM25 is built once a night, not three times* (commit e2ed051). evaluate tokenizes the
+   corpus once and tokenizes again only the rows the masking changed (252 at 100x) for the
+   masked corpus's index, whose scores equal a full rebuild's (tested); it saves the
+   corpus's index (bm25s, `data/embeddings/bm25/`, keyed by a digest of the passages in
+   order and the tokenizer's settings), and search and serve-search load it
+   memory-mapped (rebuilt with a warning when it is missing, corrupt or of other passages).
+   serve-search's start beyond its index fell from 24.5 to 5.2 s at 100x (a night; 24.2 to
+   5.8 s in the full run) and from 4.2 to 0.6 s at 10x. evaluate's scoring row fell from
+   41.4 to 34.5 s at 100x. Measured side by side in one process (an ad-hoc script, not
+   kept) on the 1x corpus's passages copied 100 times as here (418,600 passages, 252
+   masked), its two indexes took 39.2 s built from the texts and 31.1 s with the tokens
+   reused, with the same rankings; saving the index took 0.3 s, loading it 0.29 s.
+2. *prepare takes the source's SHA-256 that ingest recorded* in `meta.json` instead of
+   reading and hashing every `source.tex` (commit e343d87). Not visible here: the synthetic
+   sources are small and in the page cache (hashing all 390 at 1x took 8-17 ms here);
+   it saves reading every source from disk once the store outgrows memory.
+3. *A concept that leaves rescans only the papers that named it* (commit e1d6caf; graph's
+   outputs equal a from-scratch build's, tested). At 1x the night dropped a concept again
+   (153 -> 152): 15 of 390 papers were scanned (all 390 before), graph's night 1.3 -> 0.9
+   s. At 10x no concept changed and at 100x one was added (1,190 scanned, as before), so
+   those rows are unchanged within noise.
 
-**What grows with the whole corpus** (100x night, seconds and share of that night without
-the candidate's embedding): evaluate's scoring with its BM25 reference row 41 s (25 %),
-graph 36 s (22 %), serve-search's start beyond its index (the BM25 index, reading the
-corpus) 24 s (15 %), pairs 20 s (12 %), validate 16 s (10 %), prepare's scan of the raw
-store and rewrite of the tables 10 s (6 %). Ingest (1 % of its full run; extrapolated at
-100x), the base's and the champion's embedding and the ANN update (~2 % of the night each)
-grow with the new papers. Training runs its 30 steps whatever the size (5-8 s here).
+**The two measurements differ in more than the code.** ingest was 2.5x slower this time
+(10x's full harvest 80.1 s against 32.6 s, 1x's 7.6 s against 3.1 s; its code did not
+change, other sessions ran beside it at a load average of ~3), and 100x's ingest is 10x's
+times ten: the 100x full run grew from 859.9 to 1,288.1 s mostly through it (801 s of
+ingest against 326 s). The share fell from 19.5 % to 11.6 % at 100x partly because its
+denominator grew. With ingest held at the first record's
+figures (night and full run), the shares are 17.7 % at 100x (20.4 % like for like), 25.5 %
+at 10x and 48.3 % at 1x. The night itself, without the candidate's embedding and
+training, went from 167.4 to 149.3 s at 100x, 31.5 to 24.1 s at 10x and 11.4 to 10.6 s
+at 1x. MiniLM embedded 21 passages/s this time (37 before), which lowers the repriced
+shares too.
 
-**Proposals** (not made here; each is the stage's own code):
+**The target still fails with the tiny model**: 11.6 % at 100x (12.6 % like for like),
+17.2 % at 10x, 40 % at 1x, where fixed costs (validate's Great Expectations set-up,
+MLflow) weigh; priced at MiniLM's rate the same nights are 1.5 %, 1.9 % and 4.0 % of a full
+run (2.8 %, 3.5 %, 7.5 % like for like).
 
-1. *BM25 is built three times a night over every passage.* `score_lexical`
-   (pipelines/evaluate/scoring.py) tokenizes and indexes the corpus and then the masked
-   corpus, which differs in a few hundred rows; `open_engine` (pipelines/search/engine.py)
-   builds the same corpus's index again. Tokenize once and re-tokenize only the masked rows
-   (`LexicalIndex` in pipelines/common/lexical.py taking tokens): bm25s's tokenizer is
-   about half of each build. And persist the corpus index evaluate builds (bm25s
-   `BM25.save` / `BM25.load(mmap=True)`, keyed by a digest of the passages in order, beside
-   the embedding store): serve-search loads it instead of rebuilding, so its start after a
-   night is whole-corpus only in reading. IDF depends on every passage, so the index itself
-   stays whole-corpus; a per-text token cache would leave only the score matrix.
-2. *graph's mention scans are all-or-nothing when a concept leaves.* `scan_all`
-   (pipelines/graph/cache.py) reuses no cached scan unless every earlier surface form still
-   names the same concept. At 1x the night's 4 new papers dropped one concept (153 -> 152)
-   and all 390 papers were scanned again (graph's night 78 % of its full run; 124-197 % in
-   two trial runs). Reuse a paper's scan unless it names a concept key whose forms were
-   removed or re-keyed (a form that matched leaves its key in the scan; one that never
-   matched changed nothing); added forms keep today's probe. At 100x a concept was added
-   (200 -> 201): 38,290 scans were probed and 770 rescanned, as designed. The rest of
-   graph's night (reading and writing the per-paper cache file whole, merging, edges,
-   descriptions, the tables) is whole-corpus by design: 4.2 s at 10x with every scan
-   reused, 36 s at 100x.
-3. *prepare* hashes every `source.tex` each night (`content_hash`,
-   pipelines/prepare/raw_store.py) though ingest recorded the same SHA-256 in `meta.json`
-   (`source_sha256`); reading it would save a third of prepare's night floor (profiled at
-   10x: the plan 0.58 of 1.8 s, the raw store's directory walk 1.0 s).
-4. *pairs and validate* are whole-corpus with no cheap fix: the held-out concepts, the
+**What is left whole-corpus** (100x night, share of the night without the candidate's
+embedding): graph 37.9 s (25 %), evaluate's scoring 34.5 s (23 %, of which the two BM25
+indexes ~31 s), pairs 20.6 s (14 %), validate 16.0 s (11 %), prepare's scan of the raw
+store and rewrite of the tables 10.9 s (7 %). Ingest, the base's and the champion's
+embedding and the ANN update grow with the new papers.
+
+**What could come next** (not made here):
+
+1. *graph's rest*: with every scan reused, reading and writing the per-paper cache file
+   whole, merging, edges, descriptions and the tables are redone from every paper (36-38
+   s at 100x in both records); a cache stored per paper and a merge that starts from
+   yesterday's graph would make them incremental, a larger change than the three above.
+2. *BM25's indexes*: a per-text token cache would save the tokenization left (~8 s at
+   100x); the two indexes themselves (~23 s) need every passage's counts, since IDF and the
+   average length move with each new passage, so they stay whole-corpus unless the
+   reference row scored with yesterday's statistics (not exact).
+3. *pairs and validate* are whole-corpus with no cheap fix: the held-out concepts, the
    pairs' draws and the eval set derive from the whole graph, and validate's table-level
    checks (uniqueness, leakage, the eval set's shape) need every row.
 """
