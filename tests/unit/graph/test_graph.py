@@ -1148,9 +1148,10 @@ def test_removing_a_paper_gives_the_from_scratch_graph(tmp_path: Path, leaving: 
     assert report.concepts <= before
 
 
-def test_added_surface_forms_rescan_only_the_papers_that_contain_them(
-    scan_calls: list[str],
-) -> None:
+def _path_papers() -> tuple[PaperDocument, PaperDocument, PaperDocument]:
+    """Three one-passage papers: one defines the Dyck path (and mentions Motzkin paths), one
+    only counts Dyck paths, one defines the Motzkin path."""
+
     def document(paper_id: str, text: str, statements: tuple[Statement, ...] = ()) -> PaperDocument:
         chunk = Chunk(f"{paper_id}v1#c0000", text)
         return PaperDocument(paper_id, "t", "", (), (chunk,), statements)
@@ -1166,6 +1167,13 @@ def test_added_surface_forms_rescan_only_the_papers_that_contain_them(
         "Motzkin paths generalize Dyck paths.",
         (Statement("2401.00003v1#s000", "definition", "Motzkin path", "A Motzkin path is."),),
     )
+    return dyck, plain, motzkin
+
+
+def test_added_surface_forms_rescan_only_the_papers_that_contain_them(
+    scan_calls: list[str],
+) -> None:
+    dyck, plain, motzkin = _path_papers()
     cache = GraphCache()
     params = GraphParams(cooccurrence_min_papers=1)
     build_graph([dyck, plain], RulesExtractor(), params, disable_progress=True, cache=cache)
@@ -1195,21 +1203,7 @@ def test_added_surface_forms_rescan_only_the_papers_that_contain_them(
 def test_a_departed_concept_rescans_only_the_papers_that_named_it(
     scan_calls: list[str],
 ) -> None:
-    def document(paper_id: str, text: str, statements: tuple[Statement, ...] = ()) -> PaperDocument:
-        chunk = Chunk(f"{paper_id}v1#c0000", text)
-        return PaperDocument(paper_id, "t", "", (), (chunk,), statements)
-
-    dyck = document(
-        "2401.00001",
-        "Dyck paths are counted by Catalan numbers; Motzkin paths also allow flat steps.",
-        (Statement("2401.00001v1#s000", "definition", "Dyck path", "A Dyck path is a path."),),
-    )
-    plain = document("2401.00002", "We count Dyck paths of semilength $n$ by their peaks.")
-    motzkin = document(
-        "2401.00003",
-        "Motzkin paths generalize Dyck paths.",
-        (Statement("2401.00003v1#s000", "definition", "Motzkin path", "A Motzkin path is."),),
-    )
+    dyck, plain, motzkin = _path_papers()
     cache = GraphCache()
     params = GraphParams(cooccurrence_min_papers=1)
     first, _ = build_graph(
