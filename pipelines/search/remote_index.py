@@ -25,13 +25,16 @@ container image (``infra/docker-compose.yml``, ``infra/k8s/qdrant.yaml``).
   passage when more are asked for than it holds: the in-process indexes' contract, so the
   hybrid ranking above it is unchanged.
 
-The server is reached at ``search.engine_url``; one that does not answer is a one-line
-error naming the URL (credentials hidden) and the knob, raised before anything is embedded.
+The server is reached at ``search.engine_url``; one that does not answer, or answers not as
+Qdrant does (an HTTP error, something that is not JSON, JSON of another shape), is a
+one-line error naming the URL (credentials hidden) and the knob, raised before anything is
+embedded.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import time
 from collections.abc import Iterator, Sequence
@@ -40,13 +43,9 @@ from typing import Any
 import numpy as np
 
 from pipelines.common.redact import redact, redact_url
-from pipelines.common.vector_store import (
-    MAX_STORED_MODELS,
-    StoredVectors,
-    StoreKey,
-    models_to_evict,
-)
-from pipelines.search.ann import Vectors, passage_id, store_batches
+from pipelines.common.stored_vectors import StoredVectors
+from pipelines.common.vector_store import MAX_STORED_MODELS, StoreKey, models_to_evict
+from pipelines.search.ann import Vectors, passage_id
 
 log = logging.getLogger(__name__)
 
@@ -80,21 +79,38 @@ def engine_errors(url: str) -> Iterator[None]:
     """Turn the client's errors into one line naming the server (credentials hidden) and
     the knob."""
     exceptions = qdrant().http.exceptions
-    where = f"{redact_url(url)} (search.engine_url)"
     try:
         yield
-    except exceptions.UnexpectedResponse as error:
-        raise EngineUnreachableError(
-            f"the server at {where} answered HTTP {error.status_code} {error.reason_phrase}, "
-            "not as a Qdrant server; point search.engine_url at Qdrant's HTTP port (6333) or "
-            "set search.engine: embedded"
-        ) from error
-    except exceptions.ApiException as error:
+    # The client parses a 2xx answer unguarded: what is not JSON raises as json's error.
+    except (exceptions.ApiException, json.JSONDecodeError) as error:
+        where = f"{redact_url(url)} (search.engine_url)"
+        answered = _not_qdrant_answer(error)
+        if answered is not None:
+            raise EngineUnreachableError(
+                f"the server at {where} answered {answered}, not as a Qdrant server; point "
+                "search.engine_url at Qdrant's HTTP port (6333) or set search.engine: embedded"
+            ) from error
         reason = " ".join(redact(str(error)).split()) or type(error).__name__
         raise EngineUnreachableError(
             f"no Qdrant server answers at {where}: {reason}; start it (infra/README.md: "
             "docker compose ... up -d qdrant) or set search.engine: embedded"
         ) from error
+
+
+def _not_qdrant_answer(error: Exception) -> str | None:
+    """What the server answered that Qdrant would not (None: it did not answer)."""
+    from pydantic import ValidationError
+
+    exceptions = qdrant().http.exceptions
+    if isinstance(error, exceptions.UnexpectedResponse):
+        return f"HTTP {error.status_code} {error.reason_phrase}"
+    if isinstance(error, json.JSONDecodeError):
+        return "something that is not JSON"
+    if isinstance(error, exceptions.ResponseHandlingException) and isinstance(
+        error.source, ValidationError
+    ):
+        return "JSON of another shape"  # pydantic's page-long account of it left out
+    return None
 
 
 # ---------------------------------------------------------------------- the collection
@@ -199,7 +215,7 @@ def new_vectors(
                 raise RuntimeError(f"the embedding store lacks {len(missing)} vectors to send")
             yield batch, vectors
         return
-    for hashes, vectors in store_batches(stored):
+    for hashes, vectors in stored.batches():
         keep = [row for row, text_key in enumerate(hashes) if text_key in wanted]
         for start in range(0, len(keep), UPSERT_BATCH):
             rows = keep[start : start + UPSERT_BATCH]

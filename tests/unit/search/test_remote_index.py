@@ -17,16 +17,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+from canned_http import answering
 from qdrant_client import QdrantClient, models
 
 from pipelines.common.config import SearchParams
-from pipelines.common.vector_store import (
-    MAX_STORED_MODELS,
-    EmbeddingStore,
-    StoredVectors,
-    StoreKey,
-    text_hash,
-)
+from pipelines.common.stored_vectors import StoredVectors
+from pipelines.common.vector_store import MAX_STORED_MODELS, EmbeddingStore, StoreKey, text_hash
 from pipelines.search.ann import passage_id
 from pipelines.search.index import PassageIndex, open_search_index
 from pipelines.search.remote_index import (
@@ -241,27 +237,13 @@ def test_an_unreachable_server_is_one_line_naming_the_url_and_the_knob_before_em
     assert model.embedded == []  # nothing embedded for a server that is not there
 
 
-def test_an_http_server_that_is_not_qdrant_is_named_so(
-    store: EmbeddingStore, tmp_path: Path
-) -> None:
-    import http.server
-    import threading
-
-    server = http.server.HTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        params = replace(
-            SearchParams(), engine="qdrant", engine_url=f"http://127.0.0.1:{server.server_port}"
-        )
+def test_an_http_server_that_is_not_qdrant_is_named_so(store: EmbeddingStore) -> None:
+    with answering(501) as url:
+        params = replace(SearchParams(), engine="qdrant", engine_url=url)
         with pytest.raises(EngineUnreachableError, match=r"answered HTTP 501 .*not as a Qdrant"):
             open_search_index(
                 store, RecordingEncoder(), "fp", passages(range(5)), params=params, batch_size=8
             )
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
 
 
 def test_the_embedded_engine_below_the_threshold_stays_exact(store: EmbeddingStore) -> None:
