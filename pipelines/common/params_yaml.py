@@ -16,9 +16,18 @@ from typing import Any
 
 import yaml
 
+from pipelines.common.redact import redact
+
 
 class ConfigError(ValueError):
-    """params.yaml (or a section of it) does not describe a valid configuration."""
+    """params.yaml (or a section of it) does not describe a valid configuration.
+
+    The message is printed and logged, and may quote a knob's value: a URL in it loses its
+    credentials here (:func:`~pipelines.common.redact.redact`), whichever check raised it.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(redact(message))
 
 
 class _DuplicateKeyError(yaml.YAMLError):
@@ -65,5 +74,18 @@ def read_yaml(path: Path) -> Any:
     except _DuplicateKeyError as error:
         raise ConfigError(f"{path}: {error}") from error
     except yaml.YAMLError as error:
-        # PyYAML's message spans lines; the command-line contract is one line.
-        raise ConfigError(f"{path} is not valid YAML: {' '.join(str(error).split())}") from error
+        raise ConfigError(f"{path} is not valid YAML: {_yaml_problem(error)}") from error
+
+
+def _yaml_problem(error: yaml.YAMLError) -> str:
+    """What PyYAML found wrong and where, in one line, without its snippet of the file: the
+    snippet may quote a password cut off from its URL's scheme, past hiding."""
+    if not isinstance(error, yaml.MarkedYAMLError):
+        return " ".join(str(error).split())
+    parts = []
+    for what, mark in ((error.context, error.context_mark), (error.problem, error.problem_mark)):
+        if what is None:
+            continue
+        where = "" if mark is None else f" (line {mark.line + 1}, column {mark.column + 1})"
+        parts.append(f"{what}{where}")
+    return ": ".join(parts) or type(error).__name__
