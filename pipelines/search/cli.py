@@ -104,7 +104,7 @@ def serve_search(
     a BM25 index of the same passages. --ranking is the default; a request may pass ranking=dense or
     ranking=hybrid. Ctrl-C stops it. It listens on 127.0.0.1 only, unless --allow-remote.
     """
-    from pipelines.search.server import RemoteBindError, check_bind, serve
+    from pipelines.search.server import RemoteBindError, check_bind, listen, serve
 
     try:
         warning = check_bind(host, allow_remote)
@@ -112,9 +112,13 @@ def serve_search(
         fail("serve-search", error, EXIT_CONFIG)  # before the model loads
     if warning is not None:
         typer.echo(f"serve-search: warning: {warning}", err=True)
-    with command_errors("serve-search", bad_input=_bad_input()):
+    # The port is bound before the model loads (and maybe embeds): a taken one fails at once.
+    with (
+        command_errors("serve-search", bad_input=_bad_input()),
+        listen(host, port) as listener,
+    ):
         engine = _open(params, root, alias, version, ranking)
-        serve(engine, host, port)
+        serve(engine, host, listener)
 
 
 def _bad_input() -> tuple[type[BaseException], ...]:

@@ -127,20 +127,26 @@ class HeadFirstHandler(BaseHTTPRequestHandler):
         return client_gone(self.connection)
 
 
+def listening_socket(address: tuple[str, int], limits: ConnectionLimits) -> socket.socket:
+    """A TCP socket listening at ``address`` (port 0: any free one), IPv6 for an IPv6 host."""
+    family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
+    return socket.create_server(address, family=family, backlog=limits.backlog)
+
+
 class PooledHTTPServer:
-    """An HTTP server with :class:`ConnectionLimits`; the subset of ``socketserver``'s API
-    the service uses (``serve_forever``, ``shutdown``, ``server_close``, ``server_port``)."""
+    """An HTTP server with :class:`ConnectionLimits` on a socket :func:`listening_socket`
+    opened; the subset of ``socketserver``'s API the service uses (``serve_forever``,
+    ``shutdown``, ``server_close``, ``server_port``)."""
 
     def __init__(
         self,
-        address: tuple[str, int],
+        listener: socket.socket,
         handler_class: type[HeadFirstHandler],
         limits: ConnectionLimits | None = None,
     ) -> None:
         self.limits = limits or ConnectionLimits()
         self.handler_class = handler_class
-        family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
-        self.socket = socket.create_server(address, family=family, backlog=self.limits.backlog)
+        self.socket = listener
         self.socket.setblocking(False)
         self.server_address = self.socket.getsockname()[:2]
         self.server_port: int = self.server_address[1]

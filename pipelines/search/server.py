@@ -11,15 +11,19 @@ message.
 Connections are held to :class:`~pipelines.search.connections.ConnectionLimits` (a
 bounded worker pool, deadlines for idle and slow clients; a request whose client has gone
 is not searched). It listens on 127.0.0.1; any other address serves whoever can reach the
-machine, so :func:`check_bind` refuses one unless the caller allows remote clients.
+machine, so :func:`check_bind` refuses one unless the caller allows remote clients. The
+port is bound (:func:`listen`) before the model loads: a port already taken is one line at
+once, not after a load that may embed the corpus.
 """
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import json
 import logging
 import signal
+import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
@@ -27,7 +31,12 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from pipelines.search.assets import CACHE_CONTROL, Asset, load_assets, not_modified
-from pipelines.search.connections import ConnectionLimits, HeadFirstHandler, PooledHTTPServer
+from pipelines.search.connections import (
+    ConnectionLimits,
+    HeadFirstHandler,
+    PooledHTTPServer,
+    listening_socket,
+)
 from pipelines.search.engine import SearchEngine
 from pipelines.search.page import (
     DEFAULT_K,
@@ -77,6 +86,41 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+class ListenError(ValueError):
+    """The service cannot listen at ``--host``/``--port`` (the port taken, a privileged
+    port, an address not this machine's)."""
+
+
+def listen(host: str, port: int, limits: ConnectionLimits | None = None) -> socket.socket:
+    """The service's socket listening at ``host:port`` (port 0: any free one), or a
+    :class:`ListenError` saying why not and what to pass instead."""
+    try:
+        return listening_socket((host, port), limits or ConnectionLimits())
+    except OSError as error:
+        raise ListenError(listen_problem(host, port, error)) from error
+
+
+def listen_problem(host: str, port: int, error: OSError) -> str:
+    """Why ``host:port`` cannot be listened on, and the option that changes it (pure)."""
+    where = f"[{host}]:{port}" if ":" in host else f"{host or '0.0.0.0'}:{port}"
+    if error.errno == errno.EADDRINUSE:
+        return (
+            f"port {port} is taken: another program (another serve-search?) listens on "
+            f"{where}; stop it (`ss -ltnp 'sport = :{port}'` names it) or pick another port "
+            "with --port (--port 0: any free one, printed at start)"
+        )
+    reason = error.strerror or str(error)
+    if error.errno == errno.EACCES:
+        return (
+            f"cannot listen on {where}: {reason} (a port below 1024 needs privileges); "
+            "pick another port with --port"
+        )
+    return (
+        f"cannot listen on {where}: {reason}; pass --host an address of this machine "
+        "(default 127.0.0.1) and --port a free port"
+    )
+
+
 class BadRequest(ValueError):
     """A request the service refuses with 400; the message says what to send instead."""
 
@@ -110,8 +154,12 @@ def make_server(
     host: str = DEFAULT_HOST,
     port: int = DEFAULT_PORT,
     limits: ConnectionLimits | None = None,
+    *,
+    listener: socket.socket | None = None,
 ) -> PooledHTTPServer:
-    """A server bound to ``host:port`` (port 0: any free one); call ``serve_forever``."""
+    """A server on ``listener`` (from :func:`listen`), else bound to ``host:port`` (port 0:
+    any free one); call ``serve_forever``."""
+    limits = limits or ConnectionLimits()
     assets = load_assets()
 
     class Handler(HeadFirstHandler):
@@ -208,17 +256,18 @@ def make_server(
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
             log.debug("%s " + format, self.address_string(), *args)
 
-    return PooledHTTPServer((host, port), Handler, limits)
+    return PooledHTTPServer(listener or listen(host, port, limits), Handler, limits)
 
 
-def serve(engine: SearchEngine, host: str, port: int) -> None:
-    """Serve until Ctrl-C (or SIGTERM, as a service manager stops it), then close the socket.
+def serve(engine: SearchEngine, host: str, listener: socket.socket) -> None:
+    """Serve on ``listener`` (:func:`listen`) until Ctrl-C (or SIGTERM, as a service manager
+    stops it), then close it.
 
-    ``host`` is one :func:`check_bind` let through.
+    ``host`` is the one :func:`check_bind` let through, as the address printed names it.
     """
     import torch
 
-    server = make_server(engine, host, port)
+    server = make_server(engine, listener=listener)
     signal.signal(signal.SIGTERM, _interrupt)
     # The index is built: from now on only single queries are encoded.
     torch.set_num_threads(QUERY_THREADS)

@@ -20,6 +20,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from promotion_worlds import Models, World
 from typer.testing import CliRunner
 
 from pipelines import cli
@@ -211,3 +212,22 @@ def test_allow_remote_warns_and_loopback_needs_nothing() -> None:
     assert "anyone who can reach" in (check_bind("10.0.0.5", allow_remote=True) or "")
     for loopback in ("127.0.0.1", "127.0.0.2", "::1", "localhost"):
         assert check_bind(loopback, allow_remote=False) is None
+
+
+def test_a_port_already_taken_is_one_line_naming_it_and_the_option(
+    world: World, bow_models: Models, bounded_in_time: None
+) -> None:
+    world.promote(world.install_candidate(bow_models.knows_7))  # a champion to serve
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = CliRunner().invoke(
+            cli.app, ["serve-search", "--port", str(port), "--root", str(world.root)]
+        )
+    assert result.exit_code == 1
+    assert isinstance(result.exception, SystemExit)  # the message, not a traceback
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith(f"serve-search: port {port} is taken")
+    assert f"127.0.0.1:{port}" in line and "--port" in line
+    assert "writable" not in line
