@@ -20,8 +20,9 @@ from __future__ import annotations
 import string
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
+import numpy as np
 import pytest
 
 # Whole words the toy data sets use, then single characters and ``##`` continuations, so
@@ -90,6 +91,23 @@ def build_tiny_sentence_transformer(
     model = SentenceTransformer(modules=[transformer, pooling_layer], device="cpu")
     model.save(str(folder))
     return folder
+
+
+class RecordingEncoder:
+    """``SentenceTransformer.encode``'s stand-in: a text's vector depends on the text alone."""
+
+    def __init__(self, dim: int = 6, poison: int | None = None) -> None:
+        self.dim = dim
+        self.poison = poison
+        self.embedded: list[str] = []
+
+    def encode(self, inputs: list[str], **kwargs: Any) -> np.ndarray:
+        self.embedded.extend(inputs)
+        rows = [np.random.default_rng(sum(t.encode())).normal(size=self.dim) for t in inputs]
+        matrix = np.asarray(rows, dtype=np.float64)
+        if self.poison is not None:
+            matrix[self.poison, 0] = np.nan
+        return matrix
 
 
 @pytest.fixture(scope="module")

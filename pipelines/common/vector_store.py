@@ -14,12 +14,18 @@ vector. A passage whose text changed under the same id is a new row: the key is 
 not the id. Writes are LanceDB commits: data files first, then a new manifest, so a write
 cut short leaves the previous version whole. A table that cannot be opened or read (a file
 truncated by a crash or a full disk), or that was written for another model, dimension or
-store format, is dropped with a warning and rebuilt, never trusted.
+store format, is dropped with a warning and rebuilt, never trusted; so is one whose rows
+do not match their checksums (:mod:`pipelines.common.store_rows`: each row carries one,
+checked whenever it is read, by :mod:`pipelines.common.stored_vectors`), and files derived
+from a table (an ANN index named after it) go with it. A write that fails (a full disk, a
+read-only folder) loses no work: the vectors stay in memory for the rest of the run, one
+warning says the store was not saved, and what it held before is untouched.
 
 Bounded on disk: the tables of at most :data:`MAX_STORED_MODELS` models are kept (base,
 champion, candidate or challenger, and the previous one); a new model's first write evicts
-the least recently used others, never a fingerprint the caller names in ``keep``. Old table
-versions are cleaned up after each write (:data:`KEEP_VERSIONS_FOR`).
+the least recently used others, never a fingerprint the caller names in ``keep`` nor a model
+another process has open (:mod:`pipelines.common.store_leases`). Old table versions are
+cleaned up after each write (:data:`KEEP_VERSIONS_FOR`).
 """
 
 from __future__ import annotations
@@ -28,8 +34,9 @@ import contextlib
 import hashlib
 import logging
 import os
+import re
 import shutil
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -37,8 +44,16 @@ from typing import Any
 
 import numpy as np
 
+from pipelines.common import store_leases
 from pipelines.common.embeddings import Embeddings, TextEncoder, embed_texts, matryoshka
 from pipelines.common.paths import Paths
+from pipelines.common.store_rows import (
+    HASH_COLUMN,
+    STORE_ERRORS,
+    StoreCorruptError,
+    arrow_table,
+)
+from pipelines.common.stored_vectors import StoredVectors
 
 logger = logging.getLogger(__name__)
 
@@ -47,22 +62,12 @@ logger = logging.getLogger(__name__)
 #: table, :mod:`pipelines.search.index`).
 MAX_STORED_MODELS = 4
 #: Bumped when the table layout changes: a table of another format is rebuilt.
-STORE_FORMAT = "1"
+#: 2: each row carries its checksum.
+STORE_FORMAT = "2"
 #: Table versions older than this are deleted after a write (LanceDB keeps every version
 #: until cleaned up); younger ones stay for a reader that opened one a moment ago.
 KEEP_VERSIONS_FOR = timedelta(hours=1)
-#: How many keys one ``text_hash IN (...)`` filter names.
-KEYS_PER_FILTER = 2_000
-
-HASH_COLUMN = "text_hash"
-VECTOR_COLUMN = "vector"
 _META_PREFIX = "mathembed."
-
-#: Every failure LanceDB reports reading or writing a damaged table: its Rust errors come
-#: through as RuntimeError/OSError/ValueError, Arrow's as ArrowException (a ValueError or
-#: an OSError subclass).
-STORE_ERRORS: tuple[type[BaseException], ...] = (RuntimeError, OSError, ValueError)
-
 
 def lancedb_module() -> Any:
     """``lancedb``, imported on first use with its Rust logger at ``error`` (its default,
@@ -104,6 +109,21 @@ class StoreKey:
             f"{_META_PREFIX}format": STORE_FORMAT,
         }
 
+    @classmethod
+    def of_metadata(cls, stored: Mapping[bytes, bytes] | None) -> StoreKey:
+        """The key a table's schema metadata names (:meth:`metadata` read back); a
+        ValueError when it names none."""
+        found = {k.decode(): v.decode() for k, v in (stored or {}).items()}
+        try:
+            dim = found[f"{_META_PREFIX}dim"]
+            return cls(
+                found[f"{_META_PREFIX}fingerprint"],
+                None if dim == "full" else int(dim),
+                found[f"{_META_PREFIX}normalize"] == "true",
+            )
+        except KeyError as missing:
+            raise ValueError(f"its schema records no {missing}") from None
+
 
 def metadata_problem(key: StoreKey, stored: Mapping[bytes, bytes] | None) -> str | None:
     """Why a table's schema metadata does not belong to ``key`` (None: it does)."""
@@ -126,164 +146,15 @@ def models_to_evict(
     return [name for _, name in evictable[:excess]]
 
 
-def arrow_table(key: StoreKey, hashes: Sequence[str], vectors: Embeddings) -> Any:
-    """Rows for ``key``'s table: ``text_hash`` and a fixed-size ``float32`` vector."""
-    import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no types
+@dataclass(frozen=True)
+class TableCheck:
+    """One table as :meth:`EmbeddingStore.verify` found it: ``problem`` None when every row
+    matched its checksum (the table was dropped otherwise)."""
 
-    width = int(vectors.shape[1])
-    schema = pa.schema(
-        [
-            pa.field(HASH_COLUMN, pa.string(), nullable=False),
-            pa.field(VECTOR_COLUMN, pa.list_(pa.float32(), width), nullable=False),
-        ],
-        metadata=key.metadata(),
-    )
-    flat = pa.array(np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1))
-    column = pa.FixedSizeListArray.from_arrays(flat, width)
-    return pa.table(
-        {HASH_COLUMN: pa.array(list(hashes), pa.string()), VECTOR_COLUMN: column}, schema=schema
-    )
-
-
-def vectors_of(table: Any) -> Embeddings:
-    """The vector column of an Arrow table as a ``(rows, width)`` ``float32`` matrix."""
-    column = table.column(VECTOR_COLUMN).combine_chunks()
-    width = column.type.list_size
-    values = column.values.to_numpy(zero_copy_only=False)
-    return np.ascontiguousarray(values, dtype=np.float32).reshape(-1, width)
-
-
-class StoreCorruptError(RuntimeError):
-    """A table that cannot be trusted: dropped and rebuilt."""
-
-
-class StoredVectors:
-    """One table of the store: look texts up by hash, add the ones it lacks.
-
-    The table is read whole on the first lookup and kept in memory (a corpus's vectors
-    are wanted together); :meth:`add` extends that copy.
-    """
-
-    def __init__(self, store: EmbeddingStore, key: StoreKey, table: Any | None) -> None:
-        self.store = store
-        self.key = key
-        self.table: Any = table  # None while the table does not exist
-        self._rows: dict[str, int] | None = None
-        self._matrix: Embeddings | None = None
-
-    @property
-    def width(self) -> int | None:
-        """The stored vectors' width, or None while the table is empty."""
-        if self.table is None:
-            return None
-        return int(self.table.schema.field(VECTOR_COLUMN).type.list_size)
-
-    def _load(self) -> tuple[dict[str, int], Embeddings]:
-        if self._rows is None or self._matrix is None:
-            read = self._read(lambda: [self.table.to_arrow()]) if self.table is not None else None
-            self._rows, self._matrix = read or ({}, np.zeros((0, 0), dtype=np.float32))
-        return self._rows, self._matrix
-
-    def _read(self, scan: Callable[[], list[Any]]) -> tuple[dict[str, int], Embeddings] | None:
-        """Rows by hash and their vectors from the Arrow tables ``scan`` reads; None (the
-        table dropped with a warning) when it cannot be read or holds non-finite values."""
-        try:
-            parts = scan()
-            found = [key for part in parts for key in part.column(HASH_COLUMN).to_pylist()]
-            matrix = (
-                np.concatenate([vectors_of(part) for part in parts])
-                if found
-                else np.zeros((0, self.width or 0), dtype=np.float32)
-            )
-        except STORE_ERRORS as error:
-            self._rebuild(f"unreadable ({type(error).__name__}: {error})")
-            return None
-        if not np.isfinite(matrix).all():
-            self._rebuild("it holds NaN or infinite values")
-            return None
-        return {text_key: row for row, text_key in reversed(list(enumerate(found)))}, matrix
-
-    def _rebuild(self, why: str) -> None:
-        self.store.report_rebuild(self.key, why)
-        self.store.drop(self.key)
-        self.table, self._rows, self._matrix = None, None, None
-
-    def stored_hashes(self) -> set[str]:
-        """The hashes the table holds, read without their vectors."""
-        if self._rows is not None:
-            return set(self._rows)
-        if self.table is None:
-            return set()
-        try:
-            scan = self.table.search().select([HASH_COLUMN]).limit(None).to_arrow()
-        except STORE_ERRORS as error:
-            self._rebuild(f"unreadable ({type(error).__name__}: {error})")
-            return set()
-        return set(scan.column(HASH_COLUMN).to_pylist())
-
-    def _fetch(self, hashes: list[str]) -> tuple[dict[str, int], Embeddings]:
-        """Only the rows of ``hashes`` (a few new passages of a large table)."""
-
-        def scan() -> list[Any]:
-            parts = []
-            for start in range(0, len(hashes), KEYS_PER_FILTER):
-                names = ", ".join(f"'{key}'" for key in hashes[start : start + KEYS_PER_FILTER])
-                query = self.table.search().where(f"{HASH_COLUMN} IN ({names})")
-                parts.append(query.select([HASH_COLUMN, VECTOR_COLUMN]).limit(None).to_arrow())
-            return parts
-
-        return self._read(scan) or self._load()
-
-    def lookup(self, hashes: Sequence[str]) -> tuple[Embeddings, list[int]]:
-        """The stored vectors of ``hashes`` (a zero row where missing) and the positions
-        of the missing ones. A few hashes of a large table are fetched by key; otherwise
-        the table is read whole, once."""
-        unique = list(dict.fromkeys(hashes))
-        if self._rows is None and self.table is not None and self._is_large_for(len(unique)):
-            rows, matrix = self._fetch(unique)
-        else:
-            rows, matrix = self._load()
-        found = [rows.get(text_key, -1) for text_key in hashes]
-        missing = [position for position, row in enumerate(found) if row < 0]
-        width = matrix.shape[1] if matrix.size else 0
-        out = np.zeros((len(hashes), width), dtype=np.float32)
-        present = [position for position, row in enumerate(found) if row >= 0]
-        if present:
-            out[present] = matrix[[found[position] for position in present]]
-        return out, missing
-
-    def _is_large_for(self, wanted: int) -> bool:
-        try:
-            return int(self.table.count_rows()) > 4 * wanted
-        except STORE_ERRORS:
-            return False  # _load() finds out and rebuilds
-
-    def add(self, hashes: Sequence[str], vectors: Embeddings) -> None:
-        """Store ``vectors`` under ``hashes``; a hash the table holds already is skipped."""
-        if not len(hashes):
-            return
-        if len(hashes) != vectors.shape[0]:
-            raise ValueError(f"{len(hashes)} keys for {vectors.shape[0]} vectors")
-        width = self.width
-        if width is not None and width != vectors.shape[1]:
-            # The same fingerprint now gives another width: a store from another version.
-            self._rebuild(f"it holds {width}-dim vectors, the model gives {vectors.shape[1]}")
-        known = self._rows or {}
-        fresh: dict[str, int] = {}  # hash -> its first row, new hashes only
-        for row, text_key in enumerate(hashes):
-            if text_key not in known:
-                fresh.setdefault(text_key, row)
-        if not fresh:
-            return
-        new_hashes = list(fresh)
-        new_vectors = np.ascontiguousarray(vectors[list(fresh.values())], dtype=np.float32)
-        self.table = self.store.write(self.key, self.table, new_hashes, new_vectors)
-        if self._rows is not None and self._matrix is not None:  # keep the copy in step
-            start = len(self._matrix)
-            self._matrix = (
-                np.concatenate([self._matrix, new_vectors]) if self._matrix.size else new_vectors
-            )
-            self._rows.update({text_key: start + i for i, text_key in enumerate(new_hashes)})
+    name: str
+    fingerprint: str
+    rows: int
+    problem: str | None = None
 
 
 class EmbeddingStore:
@@ -291,7 +162,8 @@ class EmbeddingStore:
 
     ``embedded`` and ``reused`` count texts over this object's life (what a run's record
     says it cost); ``rebuilt`` the tables dropped as damaged or foreign; ``evicted`` the
-    models dropped to keep the bound.
+    models dropped to keep the bound; ``unsaved`` the writes that failed (their vectors
+    kept in memory).
     """
 
     def __init__(
@@ -310,6 +182,7 @@ class EmbeddingStore:
         self.reused = 0
         self.rebuilt = 0
         self.evicted = 0
+        self.unsaved = 0
         self._db: Any = None
         self._open: dict[StoreKey, StoredVectors] = {}
 
@@ -324,8 +197,11 @@ class EmbeddingStore:
         return self.folder / f"{key.table_name()}.lance"
 
     def vectors(self, key: StoreKey) -> StoredVectors:
-        """The table of ``key``, checked; an empty one when there is none or it was bad."""
+        """The table of ``key``, checked; an empty one when there is none or it was bad.
+        The model is leased for this process's life: no other process evicts it."""
         if key not in self._open:
+            with contextlib.suppress(OSError):  # a read-only store: nothing evicts there
+                store_leases.hold(self.folder, key.model_id)
             self._open[key] = StoredVectors(self, key, self._open_table(key))
         return self._open[key]
 
@@ -353,18 +229,36 @@ class EmbeddingStore:
             why,
         )
 
+    def report_unsaved(self, key: StoreKey, error: BaseException) -> None:
+        self.unsaved += 1
+        logger.warning(
+            "embedding store not saved: table %s (model %s) in %s could not be written "
+            "(%s); results computed in memory",
+            key.table_name(),
+            key.fingerprint[:12],
+            self.folder,
+            _first_line(error),
+        )
+
     def drop(self, key: StoreKey) -> None:
-        """Delete ``key``'s table, even one LanceDB can no longer open."""
+        """Delete ``key``'s table, even one LanceDB can no longer open, and the files
+        derived from it (named after it: an ANN index)."""
         self._open.pop(key, None)
+        self._delete_table(key.table_name())
+
+    def _delete_table(self, name: str) -> None:
         with contextlib.suppress(*STORE_ERRORS):
-            self.db.drop_table(key.table_name(), ignore_missing=True)
-        shutil.rmtree(self.table_path(key), ignore_errors=True)
+            self.db.drop_table(name, ignore_missing=True)
+        shutil.rmtree(self.folder / f"{name}.lance", ignore_errors=True)
+        for derived in self.folder.glob(f"{name}.*"):
+            if derived.is_file():
+                derived.unlink(missing_ok=True)
 
     def write(
         self, key: StoreKey, table: Any | None, hashes: list[str], vectors: Embeddings
     ) -> Any:
         """Append rows to ``key``'s table (creating it): one LanceDB commit."""
-        rows = arrow_table(key, hashes, vectors)
+        rows = arrow_table(key.metadata(), hashes, vectors)
         if table is None:
             try:
                 table = self.db.create_table(key.table_name(), rows, mode="create")
@@ -389,14 +283,54 @@ class EmbeddingStore:
             with contextlib.suppress(OSError):  # dropped meanwhile by another process
                 last_used[model_id] = max(last_used.get(model_id, 0), path.stat().st_mtime_ns)
         for model_id in models_to_evict(last_used, self.max_models, self.keep | {also_keep}):
-            for path in self.folder.glob(f"m{model_id}-*.lance"):
-                # Another process reading it sees a missing table and embeds again.
-                with contextlib.suppress(*STORE_ERRORS):
-                    self.db.drop_table(path.name.removesuffix(".lance"), ignore_missing=True)
-                shutil.rmtree(path, ignore_errors=True)
+            with store_leases.evicting(self.folder, model_id) as free:
+                if not free:
+                    logger.info(
+                        "embedding store: model %s kept past the bound of %d, another "
+                        "process has it open",
+                        model_id,
+                        self.max_models,
+                    )
+                    continue
+                for path in self.folder.glob(f"m{model_id}-*.lance"):
+                    self._delete_table(path.name.removesuffix(".lance"))
             self._open = {k: v for k, v in self._open.items() if k.model_id != model_id}
             self.evicted += 1
             logger.info("embedding store: evicted model %s (least recently used)", model_id)
+
+    def verify(self) -> list[TableCheck]:
+        """Read every table and check every row against its checksum (``mathembed
+        status``); a damaged, unreadable or foreign table is dropped with a warning, to be
+        rebuilt when next used."""
+        checks = []
+        for path in sorted(self.folder.glob("m*.lance")):
+            name = path.name.removesuffix(".lance")
+            try:
+                key = StoreKey.of_metadata(self.db.open_table(name).schema.metadata)
+            except STORE_ERRORS as error:
+                self._delete_table(name)
+                checks.append(TableCheck(name, "?", 0, f"cannot be opened: {_first_line(error)}"))
+                continue
+            stored = self.vectors(key)
+            if key.table_name() != name or stored.table is None:
+                self._delete_table(name)
+                problem = "written for another store format or under another name"
+                checks.append(TableCheck(name, key.fingerprint, 0, problem))
+                continue
+            try:
+                rows = sum(len(hashes) for hashes, _ in stored.batches())
+            except StoreCorruptError as error:
+                checks.append(TableCheck(name, key.fingerprint, 0, str(error)))
+                continue
+            checks.append(TableCheck(name, key.fingerprint, rows))
+        return checks
+
+
+def _first_line(error: BaseException) -> str:
+    """An error in one line, without the Rust source location LanceDB appends."""
+    lines = str(error).strip().splitlines()
+    text = re.sub(r",\s*/\S+\.rs:\d+:\d+$", "", lines[0] if lines else "")
+    return f"{type(error).__name__}: {text}"
 
 
 def open_store(paths: Paths, *, keep: Iterable[str] = ()) -> EmbeddingStore:
@@ -495,7 +429,9 @@ def embed_stored(
             label=label,
         )
     store.reused += len(texts) - len(missing)
-    matrix, still_missing = stored.lookup(hashes)
-    if still_missing:  # pragma: no cover - add() stored every one of them
-        raise RuntimeError(f"the embedding store lost {len(still_missing)} vectors just added")
+    # The answer is the stored rows and the fresh ones, whether or not the store kept them.
+    if matrix.shape[1] != fresh.shape[1]:
+        matrix = np.zeros((len(texts), fresh.shape[1]), dtype=np.float32)
+    fresh_row = {hashes[position]: row for row, position in enumerate(todo)}
+    matrix[missing] = fresh[[fresh_row[hashes[position]] for position in missing]]
     return matrix

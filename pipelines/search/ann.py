@@ -34,7 +34,7 @@ import json
 import logging
 import math
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,14 +43,8 @@ import numpy as np
 import numpy.typing as npt
 
 from pipelines.common.config import SearchParams
-from pipelines.common.vector_store import (
-    HASH_COLUMN,
-    VECTOR_COLUMN,
-    EmbeddingStore,
-    StoredVectors,
-    StoreKey,
-    vectors_of,
-)
+from pipelines.common.stored_vectors import StoredVectors
+from pipelines.common.vector_store import EmbeddingStore, StoreKey
 
 log = logging.getLogger(__name__)
 
@@ -66,8 +60,6 @@ TRAIN_PER_LIST = 64
 MIN_TRAIN_PER_LIST = 39
 #: k-means iterations when training (the benchmark's setting; faiss's default is 25).
 TRAIN_ITERATIONS = 10
-#: Store rows read per batch while the index is built.
-BUILD_BATCH = 65_536
 
 
 def faiss_module() -> Any:
@@ -137,6 +129,20 @@ def write_index(path: Path, index: Any, fingerprint: str, trained_on: int) -> No
         temporary.unlink(missing_ok=True)
 
 
+def saved_index(path: Path, index: Any, fingerprint: str, trained_on: int) -> None:
+    """:func:`write_index`, where a failed write (a full disk, a read-only folder) costs
+    only the next start a rebuild: one warning, and the index in memory still answers."""
+    try:
+        write_index(path, index, fingerprint, trained_on)
+    except OSError as error:
+        log.warning(
+            "search index not saved: %s could not be written (%s); the index in memory "
+            "answers, the next start rebuilds it",
+            path,
+            error,
+        )
+
+
 def read_index(path: Path, fingerprint: str, width: int) -> tuple[Any, Header]:
     """The index in ``path`` and its header; :class:`IndexFileError` naming why it is not
     this model's, or not whole."""
@@ -189,15 +195,6 @@ def held_ids(index: Any) -> set[int]:
     return ids
 
 
-def store_batches(stored: StoredVectors) -> Iterator[tuple[list[str], Vectors]]:
-    """The store table's hashes and vectors, a batch at a time (not the whole in RAM)."""
-    import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no types
-
-    query = stored.table.search().select([HASH_COLUMN, VECTOR_COLUMN]).limit(None)
-    for batch in query.to_batches(BUILD_BATCH):
-        yield batch.column(HASH_COLUMN).to_pylist(), vectors_of(pa.Table.from_batches([batch]))
-
-
 def build_index(stored: StoredVectors, wanted: set[str], width: int) -> Any:
     """Train an IVF,SQ8 index on a sample of the ``wanted`` texts' vectors, then add them all
     (two passes over the store table)."""
@@ -206,7 +203,7 @@ def build_index(stored: StoredVectors, wanted: set[str], width: int) -> Any:
     stride = max(1, len(wanted) // (TRAIN_PER_LIST * lists))
     sample: list[Vectors] = []
     seen = 0
-    for hashes, vectors in store_batches(stored):
+    for hashes, vectors in stored.batches():
         keep = [row for row, text_key in enumerate(hashes) if text_key in wanted]
         picked = [row for n, row in enumerate(keep, seen) if n % stride == 0]
         seen += len(keep)
@@ -219,7 +216,7 @@ def build_index(stored: StoredVectors, wanted: set[str], width: int) -> Any:
     index.cp.seed = 21
     index.train(np.ascontiguousarray(np.concatenate(sample)))
     index.quantizer_trains_alone = 0
-    for hashes, vectors in store_batches(stored):
+    for hashes, vectors in stored.batches():
         keep = [row for row, text_key in enumerate(hashes) if text_key in wanted]
         if keep:
             ids = np.array([passage_id(hashes[row]) for row in keep], dtype=np.int64)
@@ -305,7 +302,7 @@ def sync_ann_index(
     if index is None or header is None:
         log.info("search index: building the ANN index (faiss IVF,SQ8) of %d passages", len(id_of))
         index = build_index(stored, set(id_of.values()), width)
-        write_index(path, index, key.fingerprint, len(id_of))
+        saved_index(path, index, key.fingerprint, len(id_of))
         return AnnIndex(index, rows_of, params)
     held = held_ids(index)
     departed = np.array(sorted(held - id_of.keys()), dtype=np.int64)
@@ -318,7 +315,7 @@ def sync_ann_index(
             raise RuntimeError(f"the embedding store lacks {len(missing)} vectors to index")
         index.add_with_ids(vectors, np.array(new_ids, dtype=np.int64))
     if len(departed) or new_ids:
-        write_index(path, index, key.fingerprint, header.trained_on)
+        saved_index(path, index, key.fingerprint, header.trained_on)
     log.info(
         "search index: %d passages' vectors added to the ANN index, %d removed (%d held, "
         "trained on %d)",

@@ -29,14 +29,8 @@ import numpy as np
 
 from pipelines.common.config import SearchParams
 from pipelines.common.embeddings import TextEncoder, matryoshka
-from pipelines.common.vector_store import (
-    HASH_COLUMN,
-    KEYS_PER_FILTER,
-    EmbeddingStore,
-    StoreKey,
-    embed_stored,
-    text_hash,
-)
+from pipelines.common.store_rows import StoreCorruptError
+from pipelines.common.vector_store import EmbeddingStore, StoreKey, embed_stored, text_hash
 from pipelines.search.ann import Vectors, sync_ann_index
 from pipelines.search.remote_index import QdrantServer
 
@@ -108,7 +102,10 @@ def open_search_index(
         index: SearchIndex = PassageIndex(matryoshka(vectors, None, normalize=True))
         dropped = 0
     else:
-        index, dropped = sync_ann(store, model, fingerprint, texts, params, batch_size)
+        try:
+            index, dropped = sync_ann(store, model, fingerprint, texts, params, batch_size)
+        except StoreCorruptError:  # a damaged table met mid-build: dropped, so start again
+            index, dropped = sync_ann(store, model, fingerprint, texts, params, batch_size)
     embedded = store.embedded - before
     log.info(
         "search index (%s) of %d passages for model %s: %d embedded now, %d from the "
@@ -154,10 +151,9 @@ def sync_ann(
         )
         stored.add(missing, matryoshka(full, None, normalize=True))
     departed = sorted(held - first_row.keys())
-    for start in range(0, len(departed), KEYS_PER_FILTER):
-        names = ", ".join(f"'{text_key}'" for text_key in departed[start : start + KEYS_PER_FILTER])
-        stored.table.delete(f"{HASH_COLUMN} IN ({names})")
-    for stale in stored.table.list_indices():  # LanceDB's own ANN index, before faiss's
+    stored.remove(departed)
+    for stale in stored.table.list_indices() if stored.table is not None else []:
+        # LanceDB's own ANN index, before faiss's
         log.info("search index: dropping the LanceDB index %s, faiss indexes now", stale.name)
         stored.table.drop_index(stale.name)
     if server is not None:

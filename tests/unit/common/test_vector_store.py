@@ -1,7 +1,8 @@
 """pipelines.common.vector_store: the per-passage embedding store (LanceDB), real tables on disk.
 
-The encoder is a deterministic stand-in that records every text it embeds, so each test can
-say exactly what a run embedded and what it took from the store.
+The encoder (:class:`fixtures_models.RecordingEncoder`) is a deterministic stand-in that
+records every text it embeds, so each test can say exactly what a run embedded and what it
+took from the store.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from fixtures_models import RecordingEncoder
 
 from pipelines.common import vector_store
 from pipelines.common.paths import Paths
@@ -24,24 +26,6 @@ from pipelines.common.vector_store import (
     open_store,
     text_hash,
 )
-
-
-class RecordingEncoder:
-    """``SentenceTransformer.encode``'s stand-in: a text's vector depends on the text alone."""
-
-    def __init__(self, dim: int = 6, poison: int | None = None) -> None:
-        self.dim = dim
-        self.poison = poison
-        self.embedded: list[str] = []
-
-    def encode(self, inputs: list[str], **kwargs: Any) -> np.ndarray:
-        self.embedded.extend(inputs)
-        rows = [np.random.default_rng(sum(t.encode())).normal(size=self.dim) for t in inputs]
-        matrix = np.asarray(rows, dtype=np.float64)
-        if self.poison is not None:
-            matrix[self.poison, 0] = np.nan
-        return matrix
-
 
 TEXTS = ["a group ring", "prime number theorem", "graph colouring", "random walk on a tree"]
 
@@ -100,7 +84,7 @@ def test_a_cut_normalised_key_is_derived_from_the_stored_full_vectors(tmp_path: 
     assert encoder.embedded == TEXTS  # no second encode
     expected = full[:, :3] / np.linalg.norm(full[:, :3], axis=1, keepdims=True)
     np.testing.assert_allclose(cut, expected, rtol=1e-6)
-    names = {path.name for path in tmp_path.iterdir()}
+    names = {path.name for path in tmp_path.glob("*.lance")}
     assert names == {
         f"{StoreKey('fp').table_name()}.lance",
         f"{StoreKey('fp', 3, True).table_name()}.lance",
@@ -156,7 +140,7 @@ def test_a_table_of_another_store_format_is_rebuilt(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     embed(RecordingEncoder(), TEXTS, EmbeddingStore(tmp_path))
-    monkeypatch.setattr(vector_store, "STORE_FORMAT", "2")  # a later version of the layout
+    monkeypatch.setattr(vector_store, "STORE_FORMAT", "3")  # a later version of the layout
     encoder = RecordingEncoder()
     store = EmbeddingStore(tmp_path)
     embed(encoder, TEXTS, store)

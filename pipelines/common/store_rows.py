@@ -1,0 +1,93 @@
+"""A row of the embedding store: its columns, its Arrow form, and its check when read.
+
+Each row of a table of :mod:`pipelines.common.vector_store` is a text's SHA-256 (the key),
+its ``float32`` vector and the row's checksum (:mod:`pipelines.common.store_checksums`),
+written together by :func:`arrow_table` and read back only through :func:`verified_rows`,
+which refuses a row that is not what was written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from pipelines.common.embeddings import Embeddings
+from pipelines.common.store_checksums import damaged_rows, row_checksums
+
+HASH_COLUMN = "text_hash"
+VECTOR_COLUMN = "vector"
+CHECKSUM_COLUMN = "checksum"
+ROW_COLUMNS = [HASH_COLUMN, VECTOR_COLUMN, CHECKSUM_COLUMN]
+
+#: How many keys one ``text_hash IN (...)`` filter names.
+KEYS_PER_FILTER = 2_000
+#: Rows read per batch when a table is streamed rather than held (an ANN build, a check).
+READ_BATCH = 65_536
+
+#: Every failure LanceDB reports reading or writing a damaged table: its Rust errors come
+#: through as RuntimeError/OSError/ValueError, Arrow's as ArrowException (a ValueError or
+#: an OSError subclass).
+STORE_ERRORS: tuple[type[BaseException], ...] = (RuntimeError, OSError, ValueError)
+
+
+class StoreCorruptError(RuntimeError):
+    """A table that cannot be trusted: dropped and rebuilt."""
+
+
+def arrow_table(metadata: dict[str, str], hashes: Sequence[str], vectors: Embeddings) -> Any:
+    """Rows of a table whose schema records ``metadata``: ``text_hash``, a fixed-size
+    ``float32`` vector and the row's checksum."""
+    import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no types
+
+    width = int(vectors.shape[1])
+    schema = pa.schema(
+        [
+            pa.field(HASH_COLUMN, pa.string(), nullable=False),
+            pa.field(VECTOR_COLUMN, pa.list_(pa.float32(), width), nullable=False),
+            pa.field(CHECKSUM_COLUMN, pa.uint64(), nullable=False),
+        ],
+        metadata=metadata,
+    )
+    matrix = np.ascontiguousarray(vectors, dtype=np.float32)
+    column = pa.FixedSizeListArray.from_arrays(pa.array(matrix.reshape(-1)), width)
+    return pa.table(
+        {
+            HASH_COLUMN: pa.array(list(hashes), pa.string()),
+            VECTOR_COLUMN: column,
+            CHECKSUM_COLUMN: pa.array(row_checksums(hashes, matrix), pa.uint64()),
+        },
+        schema=schema,
+    )
+
+
+def vectors_of(table: Any) -> Embeddings:
+    """The vector column of an Arrow table as a ``(rows, width)`` ``float32`` matrix."""
+    column = table.column(VECTOR_COLUMN).combine_chunks()
+    width = column.type.list_size
+    values = column.values.to_numpy(zero_copy_only=False)
+    return np.ascontiguousarray(values, dtype=np.float32).reshape(-1, width)
+
+
+def verified_rows(part: Any) -> tuple[list[str], Embeddings]:
+    """The hashes and vectors of rows read from the store (an Arrow table of
+    :data:`ROW_COLUMNS`), each checked against its checksum: :class:`StoreCorruptError`
+    says how many are not what was written."""
+    hashes = part.column(HASH_COLUMN).to_pylist()
+    matrix = vectors_of(part) if hashes else np.zeros((0, 0), dtype=np.float32)
+    damaged = damaged_rows(hashes, matrix, part.column(CHECKSUM_COLUMN).to_numpy())
+    if len(damaged):
+        raise StoreCorruptError(
+            f"{len(damaged)} of {len(hashes)} rows read do not match their checksums"
+        )
+    if not np.isfinite(matrix).all():
+        raise StoreCorruptError("it holds NaN or infinite values")
+    return hashes, matrix
+
+
+def pa_table(batch: Any) -> Any:
+    """An Arrow record batch as a table (what :func:`verified_rows` reads)."""
+    import pyarrow as pa
+
+    return pa.Table.from_batches([batch])
