@@ -86,8 +86,8 @@ def damaged_rows(
     except (ValueError, UnicodeEncodeError):  # some key is not 64 ASCII characters
         malformed = np.array([not _is_key(text_key) for text_key in hashes], dtype=bool)
         sound = np.flatnonzero(~malformed)
-        mismatched = row_checksums([hashes[int(row)] for row in sound], vectors[sound]) != (
-            expected[sound]
+        mismatched = (
+            row_checksums([hashes[int(row)] for row in sound], vectors[sound]) != (expected[sound])
         )
         malformed[sound[mismatched]] = True
         return np.flatnonzero(malformed)

@@ -186,10 +186,7 @@ class StoredVectors:
             )
             return
         if self._rows is not None and self._matrix is not None:  # keep the copy in step
-            self._rows, self._matrix = _appended(
-                self._rows, self._matrix, new_hashes, new_vectors
-            )
-
+            self._rows, self._matrix = _appended(self._rows, self._matrix, new_hashes, new_vectors)
 
     def remove(self, hashes: Sequence[str]) -> None:
         """Delete the rows of ``hashes`` (texts that left the corpus); a delete that fails

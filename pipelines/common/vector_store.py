@@ -69,6 +69,7 @@ STORE_FORMAT = "2"
 KEEP_VERSIONS_FOR = timedelta(hours=1)
 _META_PREFIX = "mathembed."
 
+
 def lancedb_module() -> Any:
     """``lancedb``, imported on first use with its Rust logger at ``error`` (its default,
     ``warn``, prints deprecation chatter to stderr); a user's ``LANCEDB_LOG`` wins."""
