@@ -4,6 +4,7 @@ static files the service may serve. The browser's view is in
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -118,6 +119,19 @@ def test_the_page_loads_only_what_the_package_ships() -> None:
     assert {*SCRIPTS, *STYLESHEETS} <= set(shipped)
     assert {Path(name).suffix for name in shipped} == set(CONTENT_TYPES)
     assert (STATIC_DIR / "katex" / "LICENSE").read_text().startswith("The MIT License")
+
+
+def test_the_vendored_katex_is_the_version_its_readme_records() -> None:
+    katex = STATIC_DIR / "katex"
+    script = re.findall(r'version:"([\d.]+)"', (katex / "katex.min.js").read_text())
+    sheet = re.findall(
+        r'katex-version:after\{content:"([\d.]+)"', (katex / "katex.min.css").read_text()
+    )
+    readme = (katex / "README.md").read_text().splitlines()[0]
+    assert len(set(script)) == 1 and sheet == script[:1], (script, sheet)
+    assert readme == f"# KaTeX {script[0]}, vendored"
+    # From 0.16.10 on KaTeX counts what \edef expands against maxExpand (issue 29, finding 5).
+    assert tuple(map(int, script[0].split("."))) >= (0, 16, 10)
 
 
 def test_a_revalidation_matches_the_current_etag_only() -> None:
