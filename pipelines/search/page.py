@@ -7,7 +7,10 @@ replaces the delimited formulas by typeset ones. KaTeX builds its output as DOM 
 sets their styles through the CSSOM, so the page runs under :data:`PAGE_POLICY`: scripts,
 style sheets and fonts from the service only, no inline script or style, nothing from
 anywhere else. A formula KaTeX cannot read (an unknown macro) is shown as its source,
-in red; nothing it reads can run (``trust`` stays off: no ``\\href``, no ``\\htmlClass``).
+in red; one KaTeX fails on otherwise (a RangeError, from macros nested thousands deep) is
+shown as its source, as code: each formula is typeset on its own, so the rest of the page
+is typeset all the same. Nothing KaTeX reads can run (``trust`` stays off: no ``\\href``, no
+``\\htmlClass``).
 """
 
 from __future__ import annotations

@@ -3,7 +3,9 @@
 A real service (``make_server`` on a free port of 127.0.0.1, in a thread, over a real
 registry's champion) searches a corpus with two extra passages: one full of formulas
 (inline ``$…$`` and ``\\(…\\)``, display ``$$…$$`` and ``\\[…\\]``) that opens a named lemma,
-and one hostile (a ``<script>``, an ``<img onerror>`` between dollars, an unknown macro).
+and one hostile (a ``<script>``, an ``<img onerror>`` between dollars, an unknown macro);
+and four passages of another paper where two formulas KaTeX cannot typeset sit between
+good ones (one that makes KaTeX itself fail, not a ParseError; finding 5's ``\\edef`` chain).
 Headless Chromium, with every host name but 127.0.0.1 unresolvable, reads the page; the
 assertions are on the DOM after KaTeX ran and on the console (where Chromium reports what
 the policy refused). A screenshot is written to ``/tmp/search_page_math.png`` for a person.
@@ -19,7 +21,9 @@ import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
+from string import ascii_lowercase
 from typing import Any
 
 import pandas as pd
@@ -48,26 +52,61 @@ HOSTILE = (
 #: The opening of FORMULAS: the lemma the passage holds.
 LEMMA_TEXT = FORMULAS.split(". ")[0] + "."
 
+#: The paper whose passages (each with "sheaf") hold formulas KaTeX cannot typeset.
+SHEAF_PAPER = "2401.00012"
+#: A formula KaTeX itself fails on (a RangeError, not a ParseError) that fits a passage the
+#: page shows whole: three macros nest braces 20 x 10 x 10 deep per ``\c``, ``\c`` three deep,
+#: 6,000 levels from 333 expansions (under maxExpand), past the browser's stack.
+NESTED = (
+    r"\def\a#1{" + "{" * 20 + "#1" + "}" * 20 + "}"
+    r"\def\b#1{" + r"\a{" * 10 + "#1" + "}" * 10 + "}"
+    r"\def\c#1{" + r"\b{" * 10 + "#1" + "}" * 10 + "}"
+    r"\c{\c{\c{x}}}"
+)
+#: Finding 5's formula: 22 ``\edef``s, each doubling the last. KaTeX before 0.16.10 overflowed
+#: the stack on it; later ones count what ``\edef`` expands against maxExpand: a ParseError.
+EDEF_CHAIN = (
+    r"\edef\a{x}"
+    + "".join(rf"\edef\{new}{{\{old}\{old}}}" for old, new in pairwise(ascii_lowercase[:22]))
+    + r"\v"
+)
+#: Best first for the query "sheaf": the two failing formulas between good hits.
+SHEAF_PASSAGES = {
+    f"{SHEAF_PAPER}v1#c0000": "A sheaf $\\mathcal{F}$ is a sheaf of sets; every sheaf "
+    "$\\mathcal{F}$ has sections $\\Gamma(U, \\mathcal{F})$.",
+    f"{SHEAF_PAPER}v1#c0001": f"A sheaf with $a^2$ then ${NESTED}$ and $b_3$ after.",
+    f"{SHEAF_PAPER}v1#c0002": f"A sheaf, a sheaf: an abstract as given ${EDEF_CHAIN}$.",
+    f"{SHEAF_PAPER}v1#c0003": "Its structure sheaf $\\mathcal{O}_X$ and the cohomology "
+    "\\(H^1(X, \\mathcal{O}_X)\\) of a scheme $X$ over a field $k$, with its many open "
+    "covers, their intersections and the restriction maps between them.",
+}
+
 
 def add_math_passages(paths: Paths) -> None:
-    """Two passages of a new paper, its title and its two statements, beside the world's."""
+    """Two passages of a new paper, its title and its two statements, beside the world's;
+    and the four :data:`SHEAF_PASSAGES` of another with its title."""
     chunks = read_parquet(paths.validated / "chunks.parquet")
+    texts = {f"{PAPER}v1#c0000": FORMULAS, f"{PAPER}v1#c0001": HOSTILE, **SHEAF_PASSAGES}
     extra = pd.DataFrame(
         {
-            "chunk_id": [f"{PAPER}v1#c0000", f"{PAPER}v1#c0001"],
-            "paper_id": [PAPER, PAPER],
-            "version": [1, 1],
-            "chunk_index": [0, 1],
-            "section": ["", ""],
-            "text": [FORMULAS, HOSTILE],
+            "chunk_id": list(texts),
+            "paper_id": [chunk_id.split("v")[0] for chunk_id in texts],
+            "version": 1,
+            "chunk_index": [int(chunk_id[-4:]) for chunk_id in texts],
+            "section": "",
+            "text": list(texts.values()),
         }
     )
     write_parquet(paths.validated / "chunks.parquet", pd.concat([chunks, extra]))
     papers = read_parquet(paths.validated / "papers.parquet")
-    title = pd.DataFrame(
-        {"paper_id": [PAPER], "title": ["Transition maps on a $\\mathbb{Z}$-lattice"]}
+    titles = pd.DataFrame(
+        {
+            "paper_id": [PAPER, SHEAF_PAPER],
+            "title": ["Transition maps on a $\\mathbb{Z}$-lattice", "Sheaves on $\\mathbb{P}^1$"],
+            "url": "",  # no link, like the world's papers
+        }
     )
-    write_parquet(paths.validated / "papers.parquet", pd.concat([papers, title]))
+    write_parquet(paths.validated / "papers.parquet", pd.concat([papers, titles]))
     statements = pd.DataFrame(
         {
             "statement_id": [f"{PAPER}v1#s000", f"{PAPER}v1#s001"],
@@ -130,6 +169,12 @@ def page_path(query: str = "lattice", k: int = 4) -> str:
     return "/?" + urllib.parse.urlencode({"q": query, "k": k})
 
 
+def hits_in(dom: str) -> dict[str, str]:
+    """Each hit's markup in the DOM, by its passage's id, in the page's order."""
+    hits = re.findall(r'<li class="hit">(.*?)</li>', dom, flags=re.DOTALL)
+    return {re.findall(r"<small>\S+ · (\S+) ·", hit)[0]: hit for hit in hits}
+
+
 def test_formulas_are_typeset_not_printed_and_nothing_hostile_runs(
     service: Service, tmp_path: Path
 ) -> None:
@@ -173,6 +218,47 @@ def test_formulas_are_typeset_not_printed_and_nothing_hostile_runs(
     assert not [line for line in console if "Content Security Policy" in line], console
     assert SCREENSHOT.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert SCREENSHOT.stat().st_size > 20_000  # a rendered page, not a blank one
+
+
+def test_a_formula_katex_fails_on_stays_source_in_its_hit_and_the_others_are_typeset(
+    service: Service, tmp_path: Path
+) -> None:
+    console: list[str] = []
+    dom = render(
+        service.base_url + page_path("sheaf"),
+        tmp_path / "profile",
+        localhost=True,
+        console=console,
+    )
+    hits = hits_in(dom)
+    # The two formulas KaTeX cannot typeset are in hits between good ones.
+    good_before, nested, edef, good_after = SHEAF_PASSAGES
+    assert list(hits) == [good_before, nested, edef, good_after]
+    # Every other formula is typeset, in every hit: none is left as its source.
+    for chunk_id, formulas in ((good_before, 3), (nested, 2), (edef, 0), (good_after, 4)):
+        markup = hits[chunk_id]
+        assert markup.count('<span class="katex">') == 1 + formulas, chunk_id  # 1: the title
+        for raw in ("$", "\\(", "\\mathcal", "a^2"):
+            assert raw not in re.sub(r"<(annotation|code)\b.*?</\1>", "", markup), (chunk_id, raw)
+    # The formula KaTeX failed on is its source, as code, in its own hit alone.
+    assert re.findall(r'<code class="math-source" title="([^"]*)">(.*?)</code>', dom) == [
+        (
+            "KaTeX could not typeset this formula: RangeError: Maximum call stack size exceeded",
+            NESTED,  # nothing in it for the DOM to escape
+        )
+    ]
+    # Finding 5's \edef chain: KaTeX reports it (in red), the page goes on.
+    assert re.findall(r'<span class="katex-error" title="([^"]*)"[^>]*>(.*?)</span>', dom) == [
+        (
+            "ParseError: KaTeX parse error: Too many expansions: infinite loop or need to "
+            "increase maxExpand setting",
+            EDEF_CHAIN,
+        )
+    ]
+    assert any("KaTeX could not typeset a formula" in line for line in console), console
+    # The policy refused only the inline colour KaTeX gives its error (search.css gives it).
+    refused = [line for line in console if "Content Security Policy" in line]
+    assert refused and all("Applying inline style" in line for line in refused), refused
 
 
 def test_the_page_policy_allows_only_the_services_own_files(service: Service) -> None:
