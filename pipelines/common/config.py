@@ -211,6 +211,9 @@ class PrepareParams(_Section):
     # One paper's cleaning, in a worker process that is stopped past it (issue 23); at most
     # the flow's hour for the data stages, which it exists to protect.
     paper_timeout_seconds: Annotated[Float, Range(1, 3600)] = FROM_PARAMS_YAML
+    # All papers' cleaning in one run: papers not started by then wait for the next run
+    # (issue 29); with graph's, within the flow's hour for the data stages.
+    stage_budget_seconds: Annotated[Float, Range(1, 3600)] = FROM_PARAMS_YAML
 
 
 @_config_errors
@@ -228,6 +231,12 @@ class GraphParams(_Section):
     cooccurrence_min_papers: Count = FROM_PARAMS_YAML
     # One paper's extraction or scan, in a worker process stopped past it (issue 23).
     paper_timeout_seconds: Annotated[Float, Range(1, 3600)] = FROM_PARAMS_YAML
+    # All papers' extraction and scan in one run: papers not started by then wait for the
+    # next run (issue 29); with prepare's, within the flow's hour for the data stages.
+    stage_budget_seconds: Annotated[Float, Range(1, 3600)] = FROM_PARAMS_YAML
+    # Retries of a paper whose work failed, 1, 2, 4, ... nights apart (pipelines/graph/
+    # retries.py); then it waits for a larger budget, a code or params change (issue 29).
+    max_paper_retries: Annotated[Int, Range(0, 10)] = FROM_PARAMS_YAML
 
 
 @_config_errors

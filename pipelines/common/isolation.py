@@ -9,6 +9,12 @@ stage, as a check between steps would let it. The workers are one pool for the w
 depend on the number of workers). They are forked from a ``forkserver`` that imported the
 work's module once: a restart after a kill costs a fork (~15 ms), not an interpreter
 start, and, unlike a plain fork, none of the parent's threads (tqdm's monitor) is copied.
+
+A stage's per-item budgets add up: sixty items that each run out of time cost an hour.
+A :class:`StageBudget` bounds their sum (issue 29, finding 10): once the stage has spent
+it, no item starts, and those not started come back as :class:`Deferred` (for the next
+run, not quarantined). Items already running finish within their own budget, so a call
+takes at most the stage's budget plus one item's.
 """
 
 from __future__ import annotations
@@ -42,6 +48,44 @@ class Failure:
 
     kind: Literal["raised", "timeout", "died"]
     detail: str
+
+
+@dataclass(frozen=True)
+class Deferred:
+    """An item that was not started: the stage had spent its :class:`StageBudget`. Nothing
+    is wrong with it; the next run does it."""
+
+    detail: str
+
+
+class StageBudget:
+    """The time a stage may spend on its per-item work in one run, shared by every
+    :func:`run_isolated` call given it (graph's two phases share one).
+
+    The clock starts at the first item (:meth:`begin`), not when the budget is made:
+    reading inputs and starting workers are not per-item work, and a run that starts no
+    item would defer everything every night. ``seconds`` None: no budget.
+    """
+
+    def __init__(
+        self, seconds: float | None, *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.seconds = seconds
+        self._clock = clock
+        self._deadline: float | None = None
+
+    def begin(self) -> None:
+        """Start the clock, if it has not started yet."""
+        if self._deadline is None and self.seconds is not None:
+            self._deadline = self._clock() + self.seconds
+
+    def spent(self) -> bool:
+        """Whether the clock has started and run past the budget."""
+        return self._deadline is not None and self._clock() >= self._deadline
+
+    def deferred(self) -> Deferred:
+        """What an item not started because of this budget comes back as."""
+        return Deferred(f"was not started: the stage had spent its {self.seconds:g} s budget")
 
 
 def _serve(work: Callable[[Any], Any], connection: Connection) -> None:
@@ -152,7 +196,8 @@ def run_isolated(
     workers: int,
     timeout_seconds: float | None,
     preload: Sequence[str] = (),
-) -> Iterator[Result | Failure]:
+    budget: StageBudget | None = None,
+) -> Iterator[Result | Failure | Deferred]:
     """``work(item)`` for each of ``items``, in order, each in a worker process.
 
     ``work`` must be picklable (a module-level function, or a ``functools.partial`` of
@@ -160,16 +205,31 @@ def run_isolated(
     whose call raises, whose worker dies, or that runs past ``timeout_seconds`` yields a
     :class:`Failure` in its place; the worker is replaced and the next items go on.
     ``timeout_seconds`` None: no budget (the work still cannot take this process down).
-    ``workers`` processes at most (never more than there are items).
+    ``workers`` processes at most (never more than there are items). With a ``budget``,
+    no item starts once it is spent: each one left yields a :class:`Deferred` (none
+    starts if it was spent before this call).
     """
     if not items:
         return
+    if budget is not None and budget.spent():
+        yield from (budget.deferred() for _item in items)
+        return
     pool = _Pool(work, max(1, min(workers, len(items))), preload)
-    results: dict[int, Result | Failure] = {}
+    results: dict[int, Result | Failure | Deferred] = {}
     next_in = next_out = 0
+    if budget is not None:
+        budget.begin()
+
+    def defer_the_rest_if_spent() -> None:
+        nonlocal next_in
+        if budget is not None and next_in < len(items) and budget.spent():
+            for index in range(next_in, len(items)):
+                results[index] = budget.deferred()
+            next_in = len(items)
 
     def assign(worker: _Worker) -> None:
         nonlocal next_in
+        defer_the_rest_if_spent()
         if next_in >= len(items):
             worker.index = None
             return
@@ -181,6 +241,7 @@ def run_isolated(
         """``worker``'s item failed with it: record that, replace it if work is left."""
         assert worker.index is not None
         results[worker.index] = failure
+        defer_the_rest_if_spent()  # no fresh worker just to find nothing may start
         if next_in < len(items):
             assign(pool.replace(worker))
         else:
@@ -216,7 +277,7 @@ def run_isolated(
                     results[index] = value if status == "ok" else Failure("raised", value)
                     assign(worker)
                 elif time.monotonic() >= worker.deadline:
-                    budget = f"ran past its {timeout_seconds:g} s budget and was stopped"
-                    lost(worker, Failure("timeout", budget))
+                    why = f"ran past its {timeout_seconds:g} s budget and was stopped"
+                    lost(worker, Failure("timeout", why))
     finally:
         pool.close()

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -27,6 +27,7 @@ import pandas as pd
 
 from pipelines.common.concept_phrases import statement_concept_name
 from pipelines.common.config import GraphParams
+from pipelines.common.isolation import StageBudget
 from pipelines.common.names import SurfaceMatcher, match_form, normalise_name
 from pipelines.common.refs import cited_statements
 from pipelines.common.tables import (
@@ -37,7 +38,14 @@ from pipelines.common.tables import (
     MENTIONS_SCHEMA,
     RELATIONS,
 )
-from pipelines.graph.cache import GraphCache, Isolation, document_hash, extract_all, scan_all
+from pipelines.graph.cache import (
+    GraphCache,
+    Isolation,
+    PaperOutcomes,
+    document_hash,
+    extract_all,
+    scan_all,
+)
 from pipelines.graph.extractor import ConceptCandidate, Extractor, PaperDocument
 from pipelines.graph.merge import MergedConcept, evidence_rank, merge_candidates
 from pipelines.graph.rules import description_from, is_definitional, split_sentences
@@ -88,13 +96,24 @@ class GraphReport:
     # \\ref citations resolved between statements (each may add `uses` edges).
     citations: int = 0
     # Per-paper work done vs reused from the cache: extraction_computed/extraction_reused,
-    # scan_computed/scan_reused (each pair adds up to ``papers``); scan_probed counts the
-    # reused scans that needed a probe for surface forms added, removed or re-keyed first.
+    # scan_computed/scan_reused (each pair adds up to ``papers`` less the papers not worked
+    # on in that phase: quarantined, deferred, or for the scan, left out of the extraction);
+    # scan_probed counts the reused scans that needed a probe for surface forms added,
+    # removed or re-keyed first.
     cache_use: dict[str, int] = field(default_factory=dict)
     # Papers whose extraction or scan raised, killed its worker or ran past
-    # graph.paper_timeout_seconds: paper id -> why. They add nothing to the graph (a failed
-    # extraction counts in papers_skipped) and the stage quarantines them.
+    # graph.paper_timeout_seconds, now or on an earlier night and not due for a retry
+    # (pipelines/graph/retries.py): paper id -> why. The stage quarantines them. A failed
+    # extraction (which counts in papers_skipped) leaves the paper out: it adds nothing to
+    # the graph; a failed scan adds what its extraction found, and no mentions.
     quarantined: dict[str, str] = field(default_factory=dict)
+    # Papers not worked on because the stage had spent graph.stage_budget_seconds: paper id
+    # -> why. Not quarantined: the next run does them. Deferred before its extraction, a
+    # paper adds nothing to the graph; before its scan, what its extraction found.
+    deferred: dict[str, str] = field(default_factory=dict)
+    # Papers whose work all went through, now or from the cache:
+    # papers == papers_kept + len(quarantined) + len(deferred).
+    papers_kept: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -108,6 +127,9 @@ def build_graph(
     workers: int = 1,
     min_papers_for_pool: int = MIN_PAPERS_FOR_POOL,
     paper_timeout_seconds: float | None = None,
+    stage_budget_seconds: float | None = None,
+    held: Mapping[str, str] | None = None,
+    retrying: Collection[str] = (),
     disable_progress: bool | None = None,
     cache: GraphCache | None = None,
 ) -> tuple[Graph, GraphReport]:
@@ -123,12 +145,23 @@ def build_graph(
     always runs in this process. With a ``cache``, per-paper results found there are
     reused and the cache is then replaced by this run's (see :class:`GraphCache`); the
     graph is the same either way.
+
+    Papers in ``held`` (paper id -> why: quarantined earlier, not due for a retry) are not
+    worked on and add nothing; those in ``retrying`` are worked on after the others. With a
+    ``stage_budget_seconds``, no paper's work starts once the per-paper work has taken
+    that long (in both phases together): the papers left are deferred
+    (``report.deferred``) to the next run, as :class:`GraphReport` says.
     """
     hashes = [document_hash(document) for document in documents] if cache is not None else []
-    isolation = Isolation(workers, min_papers_for_pool, paper_timeout_seconds)
-    failed: dict[str, str] = {}
-    extractions, extraction_reused = extract_all(
-        documents, hashes, extractor, params, cache, isolation, disable_progress, failed
+    budget = StageBudget(stage_budget_seconds) if stage_budget_seconds is not None else None
+    isolation = Isolation(workers, min_papers_for_pool, paper_timeout_seconds, budget)
+    ids = {document.paper_id for document in documents}
+    outcomes = PaperOutcomes(
+        held={paper_id: why for paper_id, why in (held or {}).items() if paper_id in ids},
+        retrying=frozenset(retrying),
+    )
+    extractions, extraction_reused, extraction_computed = extract_all(
+        documents, hashes, extractor, params, cache, isolation, disable_progress, outcomes
     )
     sightings = [
         (extraction.paper_id, candidate)
@@ -139,8 +172,8 @@ def build_graph(
     uncorroborated = _drop_uncorroborated(concepts, key_map, sightings)
     surfaces = {name: sorted(concept.surfaces) for name, concept in concepts.items()}
     matcher = SurfaceMatcher(surfaces)
-    scans, scan_reused, scan_probed = scan_all(
-        documents, hashes, surfaces, matcher, cache, isolation, disable_progress, failed
+    scans, scan_reused, scan_probed, scan_computed = scan_all(
+        documents, hashes, surfaces, matcher, cache, isolation, disable_progress, outcomes
     )
 
     # evidence[(concept, chunk_id)] -> the strongest evidence seen (lowest rank).
@@ -231,13 +264,18 @@ def build_graph(
         concepts_uncorroborated=uncorroborated,
         citations=citations,
         cache_use={
-            "extraction_computed": len(documents) - extraction_reused,
+            "extraction_computed": extraction_computed,
             "extraction_reused": extraction_reused,
-            "scan_computed": len(documents) - scan_reused,
+            "scan_computed": scan_computed,
             "scan_reused": scan_reused,
             "scan_probed": scan_probed,
         },
-        quarantined=dict(sorted(failed.items())),
+        quarantined=dict(sorted({**outcomes.held, **outcomes.failed}.items())),
+        deferred=dict(sorted(outcomes.deferred.items())),
+        papers_kept=len(documents)
+        - len(outcomes.held)
+        - len(outcomes.failed)
+        - len(outcomes.deferred),
     )
     return graph, report
 

@@ -25,7 +25,7 @@ import hashlib
 import itertools
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -34,7 +34,7 @@ from tqdm import tqdm  # type: ignore[import-untyped]
 
 from pipelines.common import io
 from pipelines.common.config import GraphParams
-from pipelines.common.isolation import Failure
+from pipelines.common.isolation import Deferred, Failure, StageBudget
 from pipelines.common.names import SurfaceMatcher
 from pipelines.common.paths import Paths
 from pipelines.common.tables import RELATIONS, Relation
@@ -47,13 +47,22 @@ from pipelines.graph.extractor import (
 )
 from pipelines.graph.rules import RulesExtractor
 from pipelines.graph.scan import WORD, DocumentScan, scan_document
-from pipelines.graph.workers import extract_one, failure_reason, run_papers, scan_one
+from pipelines.graph.workers import (
+    deferred_reason,
+    extract_one,
+    failure_reason,
+    run_papers,
+    scan_one,
+)
 
 # Bump when the cache file's layout changes.
 CACHE_FORMAT = 2  # 2: candidates carry their statement_id
 # The code a cached extraction or scan depends on, besides every module of this package:
 # the concept-name rules and the allowed values it shares (in pipelines/common).
 _SHARED_CODE = ("names.py", "tables.py")
+#: The graph knobs that decide whether and when a paper is worked on, not what comes out:
+#: no part of a fingerprint.
+SCHEDULING_KNOBS = frozenset({"paper_timeout_seconds", "stage_budget_seconds", "max_paper_retries"})
 
 
 @dataclass
@@ -131,6 +140,19 @@ def code_fingerprint() -> str:
     return digest.hexdigest()
 
 
+def work_fingerprint(extractor: Extractor, params: GraphParams) -> str:
+    """What a paper's per-paper work depends on besides the paper: the code, the extractor
+    (its name, class and version) and the graph params other than :data:`SCHEDULING_KNOBS`."""
+    described = {
+        "code": code_fingerprint(),
+        "extractor": extractor.name,
+        "class": f"{type(extractor).__module__}.{type(extractor).__qualname__}",
+        "version": getattr(extractor, "version", None),
+        "params": {k: v for k, v in asdict(params).items() if k not in SCHEDULING_KNOBS},
+    }
+    return io.sha256_hex(json.dumps(described, sort_keys=True, default=str).encode("utf-8"))
+
+
 def extractor_fingerprint(extractor: Extractor, params: GraphParams) -> str | None:
     """What a cached extraction is valid for, or ``None`` when ``extractor`` cannot be cached.
 
@@ -138,18 +160,9 @@ def extractor_fingerprint(extractor: Extractor, params: GraphParams) -> str | No
     then always gives the same extraction. The LLM extractor has none; it keeps its own
     cache of replies.
     """
-    version = getattr(extractor, "version", None)
-    if version is None:
+    if getattr(extractor, "version", None) is None:
         return None
-    described = {
-        "code": code_fingerprint(),
-        "extractor": extractor.name,
-        "class": f"{type(extractor).__module__}.{type(extractor).__qualname__}",
-        "version": version,
-        # Not the time budget: it decides whether a paper is extracted, not what comes out.
-        "params": {k: v for k, v in asdict(params).items() if k != "paper_timeout_seconds"},
-    }
-    return io.sha256_hex(json.dumps(described, sort_keys=True, default=str).encode("utf-8"))
+    return work_fingerprint(extractor, params)
 
 
 def document_hash(document: PaperDocument) -> str:
@@ -277,16 +290,39 @@ class Isolation:
     """How the per-paper work runs: in ``workers`` processes (one below
     ``min_papers_for_pool`` papers) with each paper stopped past ``timeout_seconds``
     (:mod:`pipelines.graph.workers`), or, with no budget and one worker or too few papers
-    for more, in this process."""
+    for more, in this process. Either way no paper starts once the stage has spent its
+    ``budget`` (shared by both phases)."""
 
     workers: int
     min_papers_for_pool: int
     timeout_seconds: float | None
+    budget: StageBudget | None = None
 
     def in_workers(self, papers: int) -> bool:
         return self.timeout_seconds is not None or (
             self.workers > 1 and papers >= self.min_papers_for_pool
         )
+
+
+@dataclass
+class PaperOutcomes:
+    """The papers the per-paper work leaves out of the graph tonight, paper id -> why.
+
+    ``held``: quarantined on an earlier night and not due for a retry
+    (:mod:`pipelines.graph.retries`), known before the work; ``failed``: their work
+    raised, killed its worker or ran out of time now (quarantined); ``deferred``: not
+    started because the stage had spent its budget (not quarantined: the next run does
+    them). A paper left out of the extraction is not scanned. ``retrying``: papers due for
+    a retry, worked on after the others, so a night's budget goes to new papers first.
+    """
+
+    held: dict[str, str] = field(default_factory=dict)
+    retrying: frozenset[str] = frozenset()
+    failed: dict[str, str] = field(default_factory=dict)
+    deferred: dict[str, str] = field(default_factory=dict)
+
+    def left_out(self, paper_id: str) -> bool:
+        return paper_id in self.held or paper_id in self.failed or paper_id in self.deferred
 
 
 def extract_all(
@@ -297,64 +333,138 @@ def extract_all(
     cache: GraphCache | None,
     isolation: Isolation,
     disable_progress: bool | None,
-    failed: dict[str, str],
-) -> tuple[list[Extraction], int]:
-    """Every paper's extraction, from the cache where it holds one; and how many it held.
+    outcomes: PaperOutcomes,
+) -> tuple[list[Extraction], int, int]:
+    """Every paper's extraction, from the cache where it holds one; how many it held (and
+    were used), and how many were computed (successfully or not).
 
-    A paper whose extraction fails in its worker (:class:`Isolation`) contributes nothing
-    (``skipped_reason``), is recorded in ``failed`` (paper id -> reason) and is not cached:
-    the next run tries it again."""
+    A paper held in quarantine, or whose extraction fails in its worker
+    (:class:`Isolation`) or is deferred, contributes nothing (``skipped_reason``) and is
+    recorded in ``outcomes``; a new extraction is cached only when it went through, and a
+    held paper's cached one is kept for its retry."""
     fingerprint = extractor_fingerprint(extractor, params) if cache is not None else None
     found: list[Extraction | None] = [None] * len(documents)
     if cache is not None and fingerprint is not None and cache.extractor_fingerprint == fingerprint:
         for index, (document, digest) in enumerate(zip(documents, hashes, strict=True)):
             if digest in cache.extractions:
                 found[index] = extraction_from_json(cache.extractions[digest], document.paper_id)
-    todo = [documents[index] for index, extraction in enumerate(found) if extraction is None]
-    reused = len(documents) - len(todo)
+    todo = [
+        index
+        for index, extraction in enumerate(found)
+        if extraction is None and documents[index].paper_id not in outcomes.held
+    ]
     progress = tqdm(total=len(todo), desc="graph: extract", unit="paper", disable=disable_progress)
     # Workers run their own rules extractor: a subclass (or the LLM one, bound by its
     # endpoint, with its own cache and stats) runs here, as given.
-    if type(extractor) is RulesExtractor and isolation.in_workers(len(todo)):
-        computed = []
-        for document, result in zip(
-            todo, _in_workers(extract_one, todo, isolation, progress), strict=True
-        ):
-            if isinstance(result, Failure):
-                reason = failure_reason("extraction", result)
-                failed.setdefault(document.paper_id, reason)
-                result = Extraction(document.paper_id, skipped_reason=reason)
-            computed.append(result)
-    else:
-        computed = []
-        for document in todo:
-            computed.append(extractor.extract(document))
-            progress.update(1)
+    results = _work_on(
+        [documents[index] for index in todo],
+        extract_one,
+        extractor.extract,
+        type(extractor) is RulesExtractor and isolation.in_workers(len(todo)),
+        isolation,
+        outcomes.retrying,
+        progress,
+    )
     progress.close()
-    fresh = iter(computed)
-    extractions = [extraction or next(fresh) for extraction in found]
+    computed: dict[int, Extraction] = {}
+    left_out: dict[int, Extraction] = {}
+    for index, result in zip(todo, results, strict=True):
+        paper_id = documents[index].paper_id
+        if isinstance(result, Failure | Deferred):
+            reason = _record_left_out(outcomes, paper_id, "extraction", result)
+            left_out[index] = Extraction(paper_id, skipped_reason=reason)
+        else:
+            computed[index] = result
+    extractions = [
+        _extraction_of(document, found[index], computed.get(index), left_out.get(index), outcomes)
+        for index, document in enumerate(documents)
+    ]
     if cache is not None and fingerprint is not None:
         cache.extractor_fingerprint = fingerprint
         # A reused entry is kept as read: converting it back would cost as much as reading.
         cache.extractions = {
-            digest: cache.extractions[digest] if was_cached is not None else extraction_to_json(new)
-            for digest, was_cached, new in zip(hashes, found, extractions, strict=True)
-            if was_cached is not None or new.paper_id not in failed
+            digest: cache.extractions[digest]
+            if found[index] is not None
+            else extraction_to_json(computed[index])
+            for index, digest in enumerate(hashes)
+            if found[index] is not None or index in computed
         }
-    return extractions, reused
-
-
-def _in_workers(
-    work: Any, todo: list[PaperDocument], isolation: Isolation, progress: Any
-) -> list[Any]:
-    return run_papers(
-        work,
-        todo,
-        workers=isolation.workers,
-        min_papers_for_pool=isolation.min_papers_for_pool,
-        timeout_seconds=isolation.timeout_seconds,
-        progress=progress,
+    reused = sum(
+        1
+        for document, extraction in zip(documents, found, strict=True)
+        if extraction is not None and document.paper_id not in outcomes.held
     )
+    deferred = sum(1 for result in results if isinstance(result, Deferred))
+    return extractions, reused, len(todo) - deferred
+
+
+def _extraction_of(
+    document: PaperDocument,
+    reused: Extraction | None,
+    computed: Extraction | None,
+    left_out: Extraction | None,
+    outcomes: PaperOutcomes,
+) -> Extraction:
+    """The paper's extraction: nothing (and why) when it is held in quarantine or its
+    extraction failed or was deferred; else the one computed now or reused."""
+    held = outcomes.held.get(document.paper_id)
+    if held is not None:
+        return Extraction(document.paper_id, skipped_reason=held)
+    extraction = left_out or computed or reused
+    assert extraction is not None, "every paper not held was reused or worked on"
+    return extraction
+
+
+def _record_left_out(
+    outcomes: PaperOutcomes, paper_id: str, phase: str, result: Failure | Deferred
+) -> str:
+    """Record a paper whose ``phase`` failed or was deferred in ``outcomes``; its reason."""
+    if isinstance(result, Deferred):
+        reason = deferred_reason(phase, result)
+        outcomes.deferred.setdefault(paper_id, reason)
+    else:
+        reason = failure_reason(phase, result)
+        outcomes.failed.setdefault(paper_id, reason)
+    return reason
+
+
+def _work_on(
+    todo: list[PaperDocument],
+    in_worker: Callable[[PaperDocument], Any],
+    here: Callable[[PaperDocument], Any],
+    in_workers: bool,
+    isolation: Isolation,
+    retrying: frozenset[str],
+    progress: Any,
+) -> list[Any]:
+    """The results of ``todo``'s papers, in order: each ``in_worker`` in worker processes
+    (:class:`Isolation`) or ``here``, in this process. Papers due for a retry go last;
+    none starts once the stage has spent its budget (:class:`Deferred`)."""
+    order = sorted(range(len(todo)), key=lambda index: todo[index].paper_id in retrying)
+    ordered = [todo[index] for index in order]
+    budget = isolation.budget
+    if in_workers:
+        results = run_papers(
+            in_worker,
+            ordered,
+            workers=isolation.workers,
+            min_papers_for_pool=isolation.min_papers_for_pool,
+            timeout_seconds=isolation.timeout_seconds,
+            budget=budget,
+            progress=progress,
+        )
+    else:
+        results = []
+        if budget is not None and ordered:
+            budget.begin()
+        for document in ordered:
+            spent = budget is not None and budget.spent()
+            results.append(budget.deferred() if budget and spent else here(document))
+            progress.update(1)
+    in_order: list[Any] = [None] * len(todo)
+    for position, index in enumerate(order):
+        in_order[index] = results[position]
+    return in_order
 
 
 def scan_all(
@@ -365,15 +475,18 @@ def scan_all(
     cache: GraphCache | None,
     isolation: Isolation,
     disable_progress: bool | None,
-    failed: dict[str, str],
-) -> tuple[list[DocumentScan], int, int]:
-    """Every paper's scan, from the cache where it still holds; how many were reused, and
-    how many of those after a probe for surface forms added, removed or re-keyed since.
+    outcomes: PaperOutcomes,
+) -> tuple[list[DocumentScan], int, int, int]:
+    """Every paper's scan, from the cache where it still holds; how many were reused, how
+    many of those after a probe for surface forms added, removed or re-keyed since, and how
+    many were computed (successfully or not).
 
-    A paper whose scan fails in its worker mentions nothing, is recorded in ``failed``
-    and is not cached."""
+    A paper left out of the extraction (:class:`PaperOutcomes`) is not scanned; one whose
+    scan fails in its worker or is deferred is recorded in ``outcomes``. Each of them
+    mentions nothing. A new scan is cached only when it went through; a cached scan that
+    still holds is kept, used or not."""
     found: list[DocumentScan | None] = [None] * len(documents)
-    probed = 0
+    probed_at: set[int] = set()
     code = code_fingerprint() if cache is not None else ""
     if cache is not None and cache.scan_code == code:
         forms = matcher.key_of_form
@@ -389,40 +502,56 @@ def scan_all(
             if scan is not None and (changed_keys or added_words):
                 if _names_any(scan, changed_keys) or _needs_rescan(added_words, scan.words):
                     continue
-                probed += 1
+                probed_at.add(index)
             found[index] = scan
-    todo = [documents[index] for index, scan in enumerate(found) if scan is None]
+    used = [not outcomes.left_out(document.paper_id) for document in documents]
+    todo = [index for index, scan in enumerate(found) if scan is None and used[index]]
     progress = tqdm(total=len(todo), desc="graph: mentions", unit="paper", disable=disable_progress)
-    computed: list[DocumentScan] = []
-    if isolation.in_workers(len(todo)):
-        token = io.sha256_hex(repr(sorted(surfaces.items())).encode("utf-8"))
-        work = functools.partial(scan_one, token=token, surfaces=surfaces)
-        for document, result in zip(
-            todo, _in_workers(work, todo, isolation, progress), strict=True
-        ):
-            if isinstance(result, Failure):
-                failed.setdefault(document.paper_id, failure_reason("mention scan", result))
-                statements = [
-                    (statement.text, frozenset[str]()) for statement in document.statements
-                ]
-                result = DocumentScan(document.paper_id, [], [], statements)
-            computed.append(result)
-    else:
-        for document in todo:
-            computed.append(scan_document(document, matcher))
-            progress.update(1)
+    token = io.sha256_hex(repr(sorted(surfaces.items())).encode("utf-8"))
+    results = _work_on(
+        [documents[index] for index in todo],
+        functools.partial(scan_one, token=token, surfaces=surfaces),
+        functools.partial(scan_document, matcher=matcher),
+        isolation.in_workers(len(todo)),
+        isolation,
+        outcomes.retrying,
+        progress,
+    )
     progress.close()
-    fresh = iter(computed)
-    scans = [scan or next(fresh) for scan in found]
+    computed: dict[int, DocumentScan] = {}
+    for index, result in zip(todo, results, strict=True):
+        if isinstance(result, Failure | Deferred):
+            _record_left_out(outcomes, documents[index].paper_id, "mention scan", result)
+        else:
+            computed[index] = result
+    scans = [
+        _scan_of(document, computed.get(index), found[index] if used[index] else None)
+        for index, document in enumerate(documents)
+    ]
     if cache is not None:
         cache.scan_code = code
         cache.forms = dict(matcher.key_of_form)
         cache.scans = {
-            digest: cache.scans[digest] if was_cached is not None else scan_to_json(new)
-            for digest, was_cached, new in zip(hashes, found, scans, strict=True)
-            if was_cached is not None or new.paper_id not in failed
+            digest: cache.scans[digest] if found[index] is not None else scan_to_json(scans[index])
+            for index, digest in enumerate(hashes)
+            if found[index] is not None or index in computed
         }
-    return scans, len(documents) - len(todo), probed
+    reused = sum(1 for index, scan in enumerate(found) if scan is not None and used[index])
+    probed = sum(1 for index in probed_at if used[index])
+    deferred = sum(1 for result in results if isinstance(result, Deferred))
+    return scans, reused, probed, len(todo) - deferred
+
+
+def _scan_of(
+    document: PaperDocument, computed: DocumentScan | None, reused: DocumentScan | None
+) -> DocumentScan:
+    """The paper's scan, computed now or reused; for a paper left out, one naming nothing."""
+    if computed is not None:
+        return computed
+    if reused is not None:
+        return reused
+    statements = [(statement.text, frozenset[str]()) for statement in document.statements]
+    return DocumentScan(document.paper_id, [], [], statements)
 
 
 def _names_any(scan: DocumentScan, keys: frozenset[str]) -> bool:

@@ -20,7 +20,8 @@ WorkersOption = Annotated[
         "--workers",
         help=(
             "Worker processes for the per-paper work (default: one per CPU; one below 400 "
-            "papers; 0 = in this process, without graph.paper_timeout_seconds)."
+            "papers; 0 = in this process, without graph.paper_timeout_seconds; "
+            "graph.stage_budget_seconds still applies)."
         ),
     ),
 ]
@@ -46,7 +47,8 @@ def graph(
         report = run_graph(loaded.graph, Paths(root), workers=workers)
     typer.echo(
         f"graph: {report.papers} papers -> {report.concepts} concepts, {report.edges} edges, "
-        f"{report.mentions} mentions ({report.papers_skipped} papers skipped)"
+        f"{report.mentions} mentions ({report.papers_skipped} papers skipped; "
+        f"{len(report.quarantined)} quarantined, {len(report.deferred)} deferred to the next run)"
     )
 
 

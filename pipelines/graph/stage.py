@@ -6,14 +6,21 @@
 atomically through the table contract and the counts to ``metrics/graph.json``;
 ``mathembed graph`` runs it. A paper whose per-paper work raises, kills its worker or runs
 past ``graph.paper_timeout_seconds`` is recorded in ``data/quarantine/graph/`` and left
-out of the graph; the next run tries it again.
+out of the graph; it is retried on later nights with backoff, up to
+``graph.max_paper_retries`` times (:mod:`pipelines.graph.retries`). Once the per-paper
+work has taken ``graph.stage_budget_seconds``, the papers not started wait for the next
+run (deferred, counted, not quarantined): ``papers = papers_kept + quarantined +
+deferred``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, date, datetime
 
 import pandas as pd
 
@@ -28,9 +35,23 @@ from pipelines.common.tables import (
     write_table,
 )
 from pipelines.graph.build import GraphReport, build_graph
-from pipelines.graph.cache import cache_path, load_cache, save_cache
+from pipelines.graph.cache import (
+    cache_path,
+    document_hash,
+    load_cache,
+    save_cache,
+    work_fingerprint,
+)
 from pipelines.graph.extractor import Chunk, Extractor, PaperDocument, Statement
 from pipelines.graph.llm import LLMExtractor
+from pipelines.graph.retries import (
+    Conditions,
+    FailedWork,
+    FailedWorkRecords,
+    after_failure,
+    describe,
+    plan_retries,
+)
 from pipelines.graph.rules import RulesExtractor
 
 REQUIRED_COLUMNS = {
@@ -132,23 +153,33 @@ def make_extractor(params: GraphParams, paths: Paths) -> Extractor:
     )
 
 
-#: Marks the quarantine records of failed per-paper work (the LLM extractor writes others).
-WORK_FAILED = "per_paper_work_failed"
-
-
-def quarantine_failures(paths: Paths, paper_ids: list[str], failed: dict[str, str]) -> None:
-    """A record in ``data/quarantine/graph/`` for each paper whose per-paper work failed;
-    such a record of an earlier run removed once the paper's work went through."""
+def update_quarantine(
+    records: FailedWorkRecords,
+    paper_ids: Iterable[str],
+    report: GraphReport,
+    held: Mapping[str, str],
+    failed_before: Mapping[str, FailedWork],
+    conditions_of: Callable[[str], Conditions],
+    today: date,
+    max_retries: int,
+) -> dict[str, str]:
+    """Record tonight's failures in ``records`` (one failure more for a paper retried in
+    vain) and drop the records of the papers whose work went through; returns the
+    quarantine reasons of tonight's failures, each saying when it is tried again. The
+    record of a paper ``held`` or deferred stands."""
+    reasons: dict[str, str] = {}
+    for paper_id, failure in report.quarantined.items():
+        if paper_id in held:
+            continue
+        conditions = conditions_of(paper_id)
+        record = after_failure(failed_before.get(paper_id), paper_id, failure, conditions, today)
+        records.write(record, max_retries)
+        reasons[paper_id] = describe(record, max_retries)
+        print(f"graph: quarantined {paper_id}: {reasons[paper_id]}", file=sys.stderr)
     for paper_id in paper_ids:
-        record = io.quarantine_record_path(paths.quarantine, "graph", paper_id)
-        if paper_id in failed:
-            print(f"graph: quarantined {paper_id}: {failed[paper_id]}", file=sys.stderr)
-            details = {"paper_id": paper_id, WORK_FAILED: True}
-            io.quarantine(paths.quarantine, "graph", paper_id, failed[paper_id], details=details)
-        elif record.is_file() and io.read_quarantine_record(record).get("details", {}).get(
-            WORK_FAILED
-        ):
-            record.unlink()
+        if paper_id not in report.quarantined and paper_id not in report.deferred:
+            records.remove(paper_id)  # an earlier failure no longer holds
+    return reasons
 
 
 def run_graph(
@@ -157,6 +188,7 @@ def run_graph(
     *,
     extractor: Extractor | None = None,
     workers: int | None = None,
+    today: date | None = None,
 ) -> GraphReport:
     """Build the graph from ``paths.processed`` and write it under ``paths.graph``,
     reusing and then updating the per-paper cache at
@@ -165,23 +197,56 @@ def run_graph(
     The per-paper work runs in worker processes, each paper stopped past
     ``params.paper_timeout_seconds``: ``workers`` of them (default: one per CPU) on a
     corpus of at least :data:`~pipelines.graph.workers.MIN_PAPERS_FOR_POOL` papers, one
-    below; ``workers=0`` runs it in this process, without the budget. A script calling
-    this needs the usual ``if __name__ == "__main__":`` guard (workers come from a
-    forkserver).
+    below; ``workers=0`` runs it in this process, without the per-paper budget (the
+    stage's still applies). ``today`` is the night the retries count in (default: today,
+    UTC). A script calling this needs the usual ``if __name__ == "__main__":`` guard
+    (workers come from a forkserver).
     """
     io.ensure_quarantine(paths.quarantine, "graph")
     papers, chunks, statements = read_processed(paths)
     documents = documents_from_tables(papers, chunks, statements)
+    extractor = extractor or make_extractor(params, paths)
+    tonight = today or datetime.now(UTC).date()
+    records = FailedWorkRecords(paths.quarantine)
+    failed_before = records.read_all()
+    by_id = {document.paper_id: document for document in documents}
+    fingerprint = work_fingerprint(extractor, params)
+
+    def conditions_of(paper_id: str) -> Conditions:
+        content = document_hash(by_id[paper_id])
+        return Conditions(fingerprint, content, params.paper_timeout_seconds)
+
+    now = {paper_id: conditions_of(paper_id) for paper_id in failed_before if paper_id in by_id}
+    max_retries = params.max_paper_retries
+    held, retrying = plan_retries(failed_before, now, tonight, max_retries)
     cache = load_cache(cache_path(paths))
     graph, report = build_graph(
         documents,
-        extractor or make_extractor(params, paths),
+        extractor,
         params,
         workers=workers if workers is not None else (os.cpu_count() or 1),
         paper_timeout_seconds=None if workers == 0 else params.paper_timeout_seconds,
+        stage_budget_seconds=params.stage_budget_seconds,
+        held=held,
+        retrying=retrying,
         cache=cache,
     )
-    quarantine_failures(paths, [document.paper_id for document in documents], report.quarantined)
+    failures = update_quarantine(
+        records, by_id, report, held, failed_before, conditions_of, tonight, max_retries
+    )
+    report = dataclasses.replace(report, quarantined={**report.quarantined, **failures})
+    if held:
+        print(
+            f"graph: {len(held)} papers stay quarantined, not due for a retry tonight "
+            "(graph.max_paper_retries)",
+            file=sys.stderr,
+        )
+    if report.deferred:
+        print(
+            f"graph: {len(report.deferred)} papers deferred to the next run: the per-paper "
+            f"work took graph.stage_budget_seconds ({params.stage_budget_seconds:g} s)",
+            file=sys.stderr,
+        )
     write_table(TABLES["concepts"].path(paths), graph.concepts, CONCEPTS_SCHEMA)
     write_table(TABLES["edges"].path(paths), graph.edges, EDGES_SCHEMA)
     write_table(TABLES["mentions"].path(paths), graph.mentions, MENTIONS_SCHEMA)

@@ -2,9 +2,10 @@
 
 Each paper goes to a worker process (:mod:`pipelines.common.isolation`), stopped past the
 paper's time budget (``graph.paper_timeout_seconds``): a paper whose work raises, kills its
-worker or runs out of time comes back as a :class:`Failure` and the others go on. One
-worker below :data:`MIN_PAPERS_FOR_POOL` papers, ``workers`` from there. Results come back
-in order, so the graph is the same as in one process.
+worker or runs out of time comes back as a :class:`Failure` and the others go on; once the
+stage has spent ``graph.stage_budget_seconds``, the papers not started come back as
+:class:`Deferred`. One worker below :data:`MIN_PAPERS_FOR_POOL` papers, ``workers`` from
+there. Results come back in order, so the graph is the same as in one process.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from pipelines.common.isolation import Failure, run_isolated
+from pipelines.common.isolation import Deferred, Failure, StageBudget, run_isolated
 from pipelines.common.names import SurfaceMatcher
 from pipelines.graph.extractor import Extraction, PaperDocument
 from pipelines.graph.rules import RulesExtractor
@@ -47,16 +48,19 @@ def run_papers(
     workers: int,
     min_papers_for_pool: int,
     timeout_seconds: float | None,
+    budget: StageBudget | None,
     progress: Any,
-) -> list[Result | Failure]:
-    """``work`` on each paper in worker processes, in order, counted on ``progress``."""
-    results: list[Result | Failure] = []
+) -> list[Result | Failure | Deferred]:
+    """``work`` on each paper in worker processes, in order, counted on ``progress``; none
+    started once the stage has spent its ``budget``."""
+    results: list[Result | Failure | Deferred] = []
     for result in run_isolated(
         work,
         documents,
         workers=workers if len(documents) >= min_papers_for_pool else 1,
         timeout_seconds=timeout_seconds,
         preload=(__name__,),
+        budget=budget,
     ):
         progress.update(1)
         results.append(result)
@@ -66,10 +70,15 @@ def run_papers(
 def failure_reason(phase: str, failure: Failure) -> str:
     """The quarantine reason of a paper whose ``phase`` (extraction, scan) failed."""
     if failure.kind == "timeout":
-        return (
-            f"graph {phase} {failure.detail} (params.yaml graph.paper_timeout_seconds); "
-            "the next run tries it again"
-        )
+        return f"graph {phase} {failure.detail} (params.yaml graph.paper_timeout_seconds)"
     if failure.kind == "died":
         return f"graph {phase} failed: {failure.detail} (out of memory?)"
     return f"graph {phase} raised {failure.detail}"
+
+
+def deferred_reason(phase: str, deferred: Deferred) -> str:
+    """Why a paper whose ``phase`` was not started waits for the next run."""
+    return (
+        f"graph {phase} {deferred.detail} (params.yaml graph.stage_budget_seconds); "
+        "the next run does it"
+    )

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipelines.common.config import PrepareParams
-from pipelines.common.isolation import Failure, run_isolated
+from pipelines.common.isolation import Deferred, Failure, StageBudget, run_isolated
 from pipelines.prepare.chunker import Chunk
 from pipelines.prepare.citations import Citation
 from pipelines.prepare.cleaner import prepare_document
@@ -112,16 +112,18 @@ def _run_job(job: Job, params: PrepareParams) -> PaperOutput:
 
 def clean_in_order(
     jobs: list[Job], params: PrepareParams, workers: int
-) -> Iterator[PaperOutput | Failure]:
+) -> Iterator[PaperOutput | Failure | Deferred]:
     """Clean ``jobs`` in order, each in a worker process stopped once it has cleaned one
     paper for ``params.paper_timeout_seconds``. A paper whose cleaning raises, kills its
     worker or runs out of time comes back as a :class:`Failure` and the others go on
-    (:mod:`pipelines.common.isolation`). ``workers`` processes from
-    :data:`MIN_PAPERS_FOR_POOL` papers on, one below."""
+    (:mod:`pipelines.common.isolation`); once the cleaning has taken
+    ``params.stage_budget_seconds``, the papers not started come back as :class:`Deferred`.
+    ``workers`` processes from :data:`MIN_PAPERS_FOR_POOL` papers on, one below."""
     yield from run_isolated(
         functools.partial(_run_job, params=params),
         jobs,
         workers=workers if len(jobs) >= MIN_PAPERS_FOR_POOL else 1,
         timeout_seconds=params.paper_timeout_seconds,
         preload=(__name__,),
+        budget=StageBudget(params.stage_budget_seconds),
     )

@@ -41,7 +41,8 @@ def prepare(
         report = run_prepare(loaded.prepare, Paths(root), workers=workers)
     typer.echo(
         f"prepare: {report.papers_in} papers: {report.prepared} prepared, {report.reused} "
-        f"reused, {report.quarantined} quarantined, {report.withdrawn} withdrawn; "
+        f"reused, {report.quarantined} quarantined, {report.withdrawn} withdrawn, "
+        f"{report.deferred} deferred to the next run; "
         f"{report.chunks} chunks, {report.statements} statements"
     )
 

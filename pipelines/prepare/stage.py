@@ -16,6 +16,9 @@ the tables and the cache in :mod:`~pipelines.prepare.outputs`.
   ``prepare.paper_timeout_seconds``: each paper is cleaned in a worker process that is
   stopped at the budget (:func:`~pipelines.prepare.cleaning.clean_in_order`). The budget
   is recorded with the paper, and a later run with a larger one cleans it again.
+* Once the cleaning has taken ``prepare.stage_budget_seconds``, the papers not started
+  are deferred: counted, not quarantined, left out of the outputs, and cleaned by the
+  next run (issue 29: sixty papers that each run out of time would take four hours).
 
 Incremental: the previous outputs are the cache. They carry, in their Parquet schema
 metadata, a fingerprint of the cleaner version and the chunking knobs; a paper whose
@@ -26,7 +29,7 @@ since). So a nightly run with 1 % new papers costs
 a scan of the raw store's metadata and hashes, 1 % of the cleaning and one rewrite of
 the tables; a run with nothing new leaves the tables untouched.
 
-Counts add up: ``papers_in = prepared + reused + quarantined + withdrawn`` and
+Counts add up: ``papers_in = prepared + reused + quarantined + withdrawn + deferred`` and
 ``folders_seen = papers_in + superseded + invalid_meta``.
 """
 
@@ -50,7 +53,7 @@ from pipelines.common.io import (
     read_json,
     write_json,
 )
-from pipelines.common.isolation import Failure
+from pipelines.common.isolation import Deferred, Failure
 from pipelines.common.paths import Paths
 from pipelines.prepare.cleaning import Job, clean_in_order
 from pipelines.prepare.outputs import (
@@ -88,6 +91,9 @@ class PrepareReport:
     statements: int
     short_chunks_dropped: int
     papers_with_problems: int
+    # Papers not cleaned because the run had spent prepare.stage_budget_seconds: the next
+    # run cleans them.
+    deferred: int = 0
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
@@ -199,6 +205,7 @@ class _Cleaned:
     rows: Rows
     prepared: int = 0
     quarantined: int = 0
+    deferred: int = 0
     short_chunks_dropped: int = 0
     with_problems: int = 0
 
@@ -228,6 +235,10 @@ def _clean(
             "content_hash": job.content_hash,
             "fingerprint": current_fingerprint,
         }
+        if isinstance(output, Deferred):
+            # Not quarantined: nothing is wrong with it. A record of an earlier run stands.
+            cleaned.deferred += 1
+            continue
         if isinstance(output, Failure):
             cleaned.quarantined += 1
             reason, extra = failure_reason(output, params)
@@ -326,6 +337,14 @@ def run_prepare(
         statements=statements.num_rows,
         short_chunks_dropped=cleaned.short_chunks_dropped,
         papers_with_problems=cleaned.with_problems,
+        deferred=cleaned.deferred,
     )
+    if cleaned.deferred:
+        logger.warning(
+            "prepare: %d papers deferred to the next run: the cleaning took "
+            "prepare.stage_budget_seconds (%g s)",
+            cleaned.deferred,
+            params.stage_budget_seconds,
+        )
     write_json(paths.metric_file(STAGE), report.as_dict())
     return report

@@ -1,17 +1,28 @@
 """Issue 23, finding 1 (the graph stage): one paper whose per-paper work raises or runs too
 long stopped the whole graph. Now each paper's extraction and mention scan run in a worker
 process stopped past ``graph.paper_timeout_seconds``; a paper that fails is quarantined
-with its reason, the graph is built from the others, and the next run tries it again.
+with its reason, the graph is built from the others, and a later run tries it again.
+
+Issue 29, finding 10: nothing bounded the sum of those budgets, and every quarantined paper
+was retried every night. Now the per-paper work stops starting papers once it has taken
+``graph.stage_budget_seconds`` (the rest are deferred to the next run, counted, not
+quarantined), and a paper that failed is retried 1, 2, 4, ... nights later, at most
+``graph.max_paper_retries`` times, then only once its budget grows (or the code, the params
+or the paper change).
 
 The papers are :func:`consistent_tables`' (three), their statement made a definition of
 the Durfee square; the failing one is a passage whose text is null (the rules extractor
-raises on it), and "too long" is a budget no paper can meet (a microsecond), set in code.
+raises on it), and "too long" is a budget no paper can meet (a microsecond), set in code,
+or a paper made slow on purpose: one of its passages never finishes reaching a worker
+(:class:`SlowText`), so its work runs until the paper's budget stops it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from datetime import date, timedelta
 from pathlib import Path
+from typing import Any, NoReturn
 
 import pandas as pd
 import pytest
@@ -21,10 +32,12 @@ from pipelines.common.config import GraphParams
 from pipelines.common.io import quarantine_record_path, read_json
 from pipelines.common.paths import Paths
 from pipelines.common.tables import TABLES, write_table
-from pipelines.graph.build import build_graph
+from pipelines.graph import stage
+from pipelines.graph.build import GraphReport, build_graph
 from pipelines.graph.extractor import Chunk, PaperDocument
+from pipelines.graph.retries import WORK_FAILED
 from pipelines.graph.rules import RulesExtractor
-from pipelines.graph.stage import WORK_FAILED, documents_from_tables, run_graph
+from pipelines.graph.stage import documents_from_tables, run_graph
 
 pytestmark = pytest.mark.usefixtures("bounded_in_time")
 
@@ -88,3 +101,129 @@ def test_papers_out_of_time_are_quarantined_then_tried_again(tmp_path: Path) -> 
     assert not any(
         quarantine_record_path(paths.quarantine, "graph", paper).exists() for paper in papers
     )
+
+
+# -- a paper made slow on purpose (issue 29, finding 10) -------------------------------
+
+FAST_FIRST, SLOW, FAST_LAST = sorted(consistent_tables()["papers"]["paper_id"])
+PAPER_BUDGET = 2.0  # seconds: the fast papers take milliseconds; the slow one, forever
+NIGHT = date(2024, 3, 1)
+
+
+def spin_forever(text: str) -> NoReturn:
+    """In a worker, unpickling a :class:`SlowText`: never returns."""
+    while True:
+        pass
+
+
+class SlowText(str):
+    """A passage whose unpickling spins: the work of its paper in a worker never ends."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (spin_forever, (str(self),))
+
+
+def with_slow_paper(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stage reads :data:`SLOW`'s first passage as a :class:`SlowText`."""
+    real = stage.documents_from_tables
+
+    def slowed(*tables: pd.DataFrame) -> list[PaperDocument]:
+        documents = real(*tables)
+        for index, document in enumerate(documents):
+            if document.paper_id == SLOW:
+                first, *rest = document.chunks
+                chunks = (Chunk(first.chunk_id, SlowText(first.text)), *rest)
+                documents[index] = dataclasses.replace(document, chunks=chunks)
+        return documents
+
+    monkeypatch.setattr(stage, "documents_from_tables", slowed)
+
+
+def counts_add_up(report: GraphReport) -> bool:
+    return report.papers == report.papers_kept + len(report.quarantined) + len(report.deferred)
+
+
+def papers_in_graph(paths: Paths) -> set[str]:
+    mentions = pd.read_parquet(TABLES["mentions"].path(paths))
+    concepts = pd.read_parquet(TABLES["concepts"].path(paths))
+    return set(mentions["paper_id"]) | {paper for papers in concepts["papers"] for paper in papers}
+
+
+def test_past_the_stage_budget_papers_are_deferred_then_done_next_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths = processed(tmp_path)
+    with_slow_paper(monkeypatch)
+    # The slow paper runs out of its own budget after the stage's: nothing starts after it.
+    params = dataclasses.replace(
+        GraphParams(), paper_timeout_seconds=PAPER_BUDGET, stage_budget_seconds=PAPER_BUDGET / 2
+    )
+
+    first = run_graph(params, paths, workers=1, today=NIGHT)
+    assert counts_add_up(first) and first.papers == 3
+    assert list(first.quarantined) == [SLOW]
+    assert "graph.paper_timeout_seconds" in first.quarantined[SLOW]
+    # The last paper was not started; the first was extracted but not scanned.
+    assert sorted(first.deferred) == [FAST_FIRST, FAST_LAST]
+    assert "graph.stage_budget_seconds" in first.deferred[FAST_LAST]
+    assert "extraction" in first.deferred[FAST_LAST] and "scan" in first.deferred[FAST_FIRST]
+    assert first.papers_kept == 0
+    # Deferred papers are not quarantined; what was processed is in the graph, nothing else.
+    assert not quarantine_record_path(paths.quarantine, "graph", FAST_LAST).exists()
+    assert not quarantine_record_path(paths.quarantine, "graph", FAST_FIRST).exists()
+    assert papers_in_graph(paths) <= {FAST_FIRST}
+
+    again = run_graph(params, paths, workers=1, today=NIGHT)
+    assert counts_add_up(again)
+    assert (again.papers_kept, list(again.quarantined), again.deferred) == (2, [SLOW], {})
+    assert "tried again on 2024-03-02" in again.quarantined[SLOW]  # not tonight: held
+    # The deferred papers' work, and only theirs: the first one's extraction was kept.
+    assert again.cache_use["extraction_computed"] == 1
+    assert again.cache_use["extraction_reused"] == 1
+    assert again.cache_use["scan_computed"] == 2
+    documents = {document.paper_id: document for document in corpus_documents()}
+    scratch, _report = build_graph(
+        [documents[FAST_FIRST], documents[FAST_LAST]],
+        RulesExtractor(),
+        params,
+        disable_progress=True,
+    )
+    for table in ("concepts", "edges", "mentions"):
+        written = pd.read_parquet(TABLES[table].path(paths))
+        pd.testing.assert_frame_equal(written, getattr(scratch, table), check_dtype=False)
+
+
+def test_a_slow_paper_is_retried_with_backoff_then_held_until_its_budget_grows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths = processed(tmp_path)
+    with_slow_paper(monkeypatch)
+    params = dataclasses.replace(
+        GraphParams(), paper_timeout_seconds=PAPER_BUDGET / 2, max_paper_retries=1
+    )
+    record_path = quarantine_record_path(paths.quarantine, "graph", SLOW)
+
+    def night(offset: int, run_params: GraphParams = params) -> GraphReport:
+        report = run_graph(run_params, paths, workers=1, today=NIGHT + timedelta(days=offset))
+        assert counts_add_up(report) and report.deferred == {}
+        assert (report.papers_kept, list(report.quarantined)) == (2, [SLOW])
+        return report
+
+    def tried(report: GraphReport) -> bool:
+        return report.cache_use["extraction_computed"] == 1  # the two others are cached
+
+    assert night(0).cache_use["extraction_computed"] == 3
+    assert read_json(record_path)["details"]["failures"] == 1
+    assert not tried(night(0))  # the same night: not again
+    assert tried(night(1))  # one night later: its one retry, in vain
+    assert read_json(record_path)["details"]["failures"] == 2
+    held = night(30)
+    assert not tried(held)
+    assert "retries used up" in held.quarantined[SLOW]
+    assert "retries used up" in read_json(record_path)["reason"]
+
+    larger = dataclasses.replace(params, paper_timeout_seconds=PAPER_BUDGET)
+    retried = night(30, larger)
+    assert tried(retried)  # a larger budget: tried again, with a fresh count
+    assert read_json(record_path)["details"]["failures"] == 1
+    assert "tried again on 2024-04-01" in retried.quarantined[SLOW]

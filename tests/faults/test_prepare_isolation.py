@@ -4,6 +4,10 @@ is cleaned in a worker process stopped at ``prepare.paper_timeout_seconds``: the
 quarantined with the budget it ran out of, the others are prepared, and a later run with a
 larger budget cleans it again.
 
+Issue 29, finding 10: those budgets added up without bound (sixty such papers, hours). Now
+the cleaning stops starting papers once it has taken ``prepare.stage_budget_seconds``: the
+papers left are deferred (counted, not quarantined) and the next run cleans them.
+
 The paper that never finishes is built here without burning CPU: its ``source.tex`` is a
 named pipe that gives its bytes once (to the stage's hashing, in this process) and then
 blocks whoever opens it (the worker). :func:`hostile_work` covers the CPU-bound case (a
@@ -19,14 +23,15 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+import pyarrow.parquet as pq  # type: ignore[import-untyped]
 import pytest
 from repo import REPO
 
 from pipelines.common.config import load_params
 from pipelines.common.io import quarantine_record_path, read_json, safe_name
-from pipelines.common.isolation import Failure, run_isolated
+from pipelines.common.isolation import Deferred, Failure, StageBudget, run_isolated
 from pipelines.common.paths import Paths
-from pipelines.prepare.stage import STAGE, TIME_BUDGET, run_prepare
+from pipelines.prepare.stage import STAGE, TIME_BUDGET, PrepareReport, run_prepare
 
 pytestmark = pytest.mark.usefixtures("bounded_in_time")
 
@@ -146,3 +151,52 @@ def test_a_larger_budget_cleans_it_again(hung_store: Paths) -> None:
     again = run_prepare(larger, hung_store, progress=False, workers=1)
     assert (again.prepared, again.reused, again.quarantined) == (1, 2, 0)
     assert not hung_record(hung_store).exists()
+
+
+def test_items_past_the_stage_budget_are_deferred_in_order() -> None:
+    now = [0.0]  # the budget's clock, moved by hand
+    budget = StageBudget(10.0, clock=lambda: now[0])
+    items = ["a", "b", "c", "d"]
+    results = run_isolated(hostile_work, items, workers=1, timeout_seconds=BUDGET, budget=budget)
+    assert next(results) == "A"  # "b" went out when "a" came back
+    now[0] = 10.0
+    rest = list(results)
+    assert rest[0] == "B" and all(isinstance(result, Deferred) for result in rest[1:]), rest
+    assert "10 s budget" in rest[1].detail  # type: ignore[union-attr]
+    # A budget spent before a call starts nothing there (graph's second phase).
+    later = list(
+        run_isolated(hostile_work, ["loop"], workers=1, timeout_seconds=None, budget=budget)
+    )
+    assert [type(result) for result in later] == [Deferred]
+
+
+def counts_add_up(report: PrepareReport) -> bool:
+    parts = report.prepared + report.reused + report.quarantined + report.withdrawn
+    return report.papers_in == parts + report.deferred
+
+
+def test_papers_past_the_stage_budget_are_deferred_then_cleaned_next_run(
+    hung_store: Paths,
+) -> None:
+    last = "2403.00010"  # after the hung paper
+    write_paper(hung_store.raw, last).write_text(PAPER % "Lemma 10")
+    # The hung paper runs out of its own budget after the stage's: nothing starts after it.
+    params = dataclasses.replace(
+        PARAMS, paper_timeout_seconds=2 * BUDGET, stage_budget_seconds=BUDGET
+    )
+    first = run_prepare(params, hung_store, progress=False, workers=1)
+    assert (first.prepared, first.quarantined, first.deferred) == (2, 1, 1)
+    assert counts_add_up(first) and first.papers_in == 4
+    assert hung_record(hung_store).exists()
+    assert not quarantine_record_path(hung_store.quarantine, STAGE, f"{last}v1").exists()
+    papers = pq.read_table(hung_store.processed / "papers.parquet")
+    assert last not in papers["paper_id"].to_pylist()
+
+    source = hung_store.raw / safe_name(HUNG_PAPER) / "v1" / "source.tex"
+    source.unlink()  # the same bytes in a file that reads at once (see above)
+    source.write_text(PAPER % "Hung")
+    again = run_prepare(params, hung_store, progress=False, workers=1)
+    assert (again.prepared, again.reused, again.quarantined, again.deferred) == (1, 2, 1, 0)
+    assert counts_add_up(again)
+    papers = pq.read_table(hung_store.processed / "papers.parquet")
+    assert last in papers["paper_id"].to_pylist()
