@@ -11,11 +11,11 @@ measured at 10^5 and 10^7 rows): a row's check needs only the row, so a lookup o
 passages of a large table checks just those, compaction and concurrent appends need no
 side file kept in step with LanceDB's versions, and the cost is 8 bytes a row.
 
-The checksum is a weighted sum modulo 2^64 of the row's 32-bit words (vector) and 64-bit
-words (the hex key's bytes), with fixed odd weights (:func:`weights`): any change of one
-word changes it (an odd weight is invertible modulo 2^64), and random damage to several
-words goes unnoticed with odds near 2^-64. It guards against damage, not against someone
-forging rows; a vectorised sum keeps it at memory speed in numpy.
+The checksum is a weighted sum modulo 2^64 of the row's 64-bit words (its vector's bytes,
+then its hex key's), with fixed odd weights (:func:`weights`): any change of one word
+changes it (an odd weight is invertible modulo 2^64), and random damage to several words
+goes unnoticed with odds near 2^-64. It guards against damage, not against someone forging
+rows; one integer matrix-vector product keeps it at memory speed.
 """
 
 from __future__ import annotations
@@ -28,16 +28,15 @@ import numpy.typing as npt
 
 Checksums = npt.NDArray[np.uint64]
 
-#: Rows checksummed per numpy pass: bounds the 64-bit working copy (8 bytes a word).
-ROWS_PER_PASS = 16_384
 #: A text hash is 64 hex characters: eight 64-bit words.
 KEY_BYTES = 64
 _MASK = (1 << 64) - 1
 
 
-def _splitmix64(state: int) -> int:
-    """One output of SplitMix64 (Steele et al.): a fixed, version-proof stream of weights."""
-    state = (state + 0x9E3779B97F4A7C15) & _MASK
+def _splitmix64(index: int) -> int:
+    """Output ``index`` of SplitMix64 (Steele et al.) seeded with 0: a fixed, version-proof
+    stream of weights."""
+    state = ((index + 1) * 0x9E3779B97F4A7C15) & _MASK
     state = ((state ^ (state >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
     state = ((state ^ (state >> 27)) * 0x94D049BB133111EB) & _MASK
     return state ^ (state >> 31)
@@ -54,23 +53,16 @@ def row_checksums(hashes: Sequence[str], vectors: npt.NDArray[np.float32]) -> Ch
     rows = len(hashes)
     if vectors.shape[0] != rows:
         raise ValueError(f"{rows} keys for {vectors.shape[0]} vectors")
-    matrix = np.ascontiguousarray(vectors, dtype=np.float32)
-    words = matrix.view(np.uint32).reshape(rows, -1)
+    matrix = np.ascontiguousarray(vectors, dtype=np.float32).reshape(rows, -1)
+    if matrix.shape[1] % 2:  # whole 64-bit words: an odd width gets a zero float
+        matrix = np.pad(matrix, ((0, 0), (0, 1)))
+    words = matrix.view(np.uint64)
     keys = np.frombuffer("".join(hashes).encode("ascii"), dtype=np.uint64).reshape(rows, -1)
     if keys.shape[1] * 8 != KEY_BYTES:
         raise ValueError(f"text hashes must be {KEY_BYTES} hex characters")
-    vector_weights = weights(words.shape[1] + keys.shape[1])
-    key_weights = vector_weights[words.shape[1] :]
-    vector_weights = vector_weights[: words.shape[1]]
-    out = np.empty(rows, dtype=np.uint64)
-    with np.errstate(over="ignore"):  # the sums are modulo 2^64 on purpose
-        for start in range(0, rows, ROWS_PER_PASS):
-            stop = start + ROWS_PER_PASS
-            part = words[start:stop].astype(np.uint64) * vector_weights
-            out[start:stop] = part.sum(axis=1, dtype=np.uint64) + (
-                keys[start:stop] * key_weights
-            ).sum(axis=1, dtype=np.uint64)
-    return out
+    weighted = weights(words.shape[1] + keys.shape[1])
+    # Integer matrix products wrap modulo 2^64, which is the sum wanted.
+    return (words @ weighted[: words.shape[1]]) + (keys @ weighted[words.shape[1] :])
 
 
 def damaged_rows(

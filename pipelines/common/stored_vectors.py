@@ -10,12 +10,12 @@ on damage drops the table through its store, which rebuilds it.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from pipelines.common.embeddings import Embeddings
-from pipelines.common.store_rows import (
+from pipelines.common.store_layout import (
     HASH_COLUMN,
     KEYS_PER_FILTER,
     READ_BATCH,
@@ -23,12 +23,25 @@ from pipelines.common.store_rows import (
     STORE_ERRORS,
     VECTOR_COLUMN,
     StoreCorruptError,
+    StoreKey,
     pa_table,
     verified_rows,
 )
 
-if TYPE_CHECKING:
-    from pipelines.common.vector_store import EmbeddingStore, StoreKey
+
+class TableOwner(Protocol):
+    """What a table asks of its store (:class:`pipelines.common.vector_store.EmbeddingStore`):
+    to write rows, to drop the table, and to say so."""
+
+    def write(
+        self, key: StoreKey, table: Any | None, hashes: list[str], vectors: Embeddings
+    ) -> Any: ...
+
+    def drop(self, key: StoreKey) -> None: ...
+
+    def report_rebuild(self, key: StoreKey, why: str) -> None: ...
+
+    def report_unsaved(self, key: StoreKey, error: BaseException) -> None: ...
 
 
 class StoredVectors:
@@ -39,7 +52,7 @@ class StoredVectors:
     store are kept beside it (``unsaved``) and answer lookups for the rest of the run.
     """
 
-    def __init__(self, store: EmbeddingStore, key: StoreKey, table: Any | None) -> None:
+    def __init__(self, store: TableOwner, key: StoreKey, table: Any | None) -> None:
         self.store = store
         self.key = key
         self.table: Any = table  # None while the table does not exist

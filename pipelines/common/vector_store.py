@@ -15,7 +15,7 @@ not the id. Writes are LanceDB commits: data files first, then a new manifest, s
 cut short leaves the previous version whole. A table that cannot be opened or read (a file
 truncated by a crash or a full disk), or that was written for another model, dimension or
 store format, is dropped with a warning and rebuilt, never trusted; so is one whose rows
-do not match their checksums (:mod:`pipelines.common.store_rows`: each row carries one,
+do not match their checksums (:mod:`pipelines.common.store_layout`: each row carries one,
 checked whenever it is read, by :mod:`pipelines.common.stored_vectors`), and files derived
 from a table (an ANN index named after it) go with it. A write that fails (a full disk, a
 read-only folder) loses no work: the vectors stay in memory for the rest of the run, one
@@ -31,7 +31,6 @@ cleaned up after each write (:data:`KEEP_VERSIONS_FOR`).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 import os
 import re
@@ -47,11 +46,14 @@ import numpy as np
 from pipelines.common import store_leases
 from pipelines.common.embeddings import Embeddings, TextEncoder, embed_texts, matryoshka
 from pipelines.common.paths import Paths
-from pipelines.common.store_rows import (
+from pipelines.common.store_layout import (
     HASH_COLUMN,
     STORE_ERRORS,
     StoreCorruptError,
+    StoreKey,
     arrow_table,
+    metadata_problem,
+    text_hash,
 )
 from pipelines.common.stored_vectors import StoredVectors
 
@@ -61,13 +63,9 @@ logger = logging.getLogger(__name__)
 #: previous one. A model holds ~150 MB per 100k passages at 384 floats (more with a search
 #: table, :mod:`pipelines.search.index`).
 MAX_STORED_MODELS = 4
-#: Bumped when the table layout changes: a table of another format is rebuilt.
-#: 2: each row carries its checksum.
-STORE_FORMAT = "2"
 #: Table versions older than this are deleted after a write (LanceDB keeps every version
 #: until cleaned up); younger ones stay for a reader that opened one a moment ago.
 KEEP_VERSIONS_FOR = timedelta(hours=1)
-_META_PREFIX = "mathembed."
 
 
 def lancedb_module() -> Any:
@@ -77,62 +75,6 @@ def lancedb_module() -> Any:
     import lancedb
 
     return lancedb
-
-
-def text_hash(text: str) -> str:
-    """The store's key of a text: the hex SHA-256 of its UTF-8 bytes."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-@dataclass(frozen=True)
-class StoreKey:
-    """What one table holds: one model's vectors at one dimension and normalisation."""
-
-    fingerprint: str
-    dim: int | None = None
-    normalize: bool = False
-
-    @property
-    def model_id(self) -> str:
-        """The model part of the table name: a fingerprint may hold any character."""
-        return hashlib.sha256(self.fingerprint.encode("utf-8")).hexdigest()[:24]
-
-    def table_name(self) -> str:
-        dim = "full" if self.dim is None else f"d{self.dim}"
-        return f"m{self.model_id}-{dim}-{'norm' if self.normalize else 'raw'}"
-
-    def metadata(self) -> dict[str, str]:
-        """What the table's schema records, checked when it is opened."""
-        return {
-            f"{_META_PREFIX}fingerprint": self.fingerprint,
-            f"{_META_PREFIX}dim": "full" if self.dim is None else str(self.dim),
-            f"{_META_PREFIX}normalize": str(self.normalize).lower(),
-            f"{_META_PREFIX}format": STORE_FORMAT,
-        }
-
-    @classmethod
-    def of_metadata(cls, stored: Mapping[bytes, bytes] | None) -> StoreKey:
-        """The key a table's schema metadata names (:meth:`metadata` read back); a
-        ValueError when it names none."""
-        found = {k.decode(): v.decode() for k, v in (stored or {}).items()}
-        try:
-            dim = found[f"{_META_PREFIX}dim"]
-            return cls(
-                found[f"{_META_PREFIX}fingerprint"],
-                None if dim == "full" else int(dim),
-                found[f"{_META_PREFIX}normalize"] == "true",
-            )
-        except KeyError as missing:
-            raise ValueError(f"its schema records no {missing}") from None
-
-
-def metadata_problem(key: StoreKey, stored: Mapping[bytes, bytes] | None) -> str | None:
-    """Why a table's schema metadata does not belong to ``key`` (None: it does)."""
-    found = {k.decode(): v.decode() for k, v in (stored or {}).items()}
-    for name, expected in key.metadata().items():
-        if found.get(name) != expected:
-            return f"{name} is {found.get(name)!r}, expected {expected!r}"
-    return None
 
 
 def models_to_evict(
@@ -342,6 +284,14 @@ def open_store(paths: Paths, *, keep: Iterable[str] = ()) -> EmbeddingStore:
             logger.info("removing %s: embeddings now live in %s", legacy, paths.embedding_store)
             shutil.rmtree(legacy, ignore_errors=True)
     return EmbeddingStore(paths.embedding_store, keep=keep)
+
+
+def verify_store(paths: Paths) -> list[TableCheck]:
+    """Every table of the project's store checked row by row (:meth:`EmbeddingStore.verify`);
+    none when there is no store yet."""
+    if not paths.embedding_store.is_dir():
+        return []
+    return EmbeddingStore(paths.embedding_store).verify()
 
 
 def _touch(path: Path) -> None:

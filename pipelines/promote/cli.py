@@ -59,18 +59,23 @@ def promote(
 
 
 def status(params: ParamsOption = DEFAULT_PARAMS, root: RootOption = DEFAULT_ROOT) -> None:
-    """Show @champion, @challenger and @previous.
+    """Show @champion, @challenger and @previous, and check the embedding store.
 
     One line per alias: its version and the metrics it scored when it was decided on.
+    Then every table of the embedding store (data/embeddings/) is read and each row checked
+    against its checksum: a damaged table is dropped, to be rebuilt when next used.
     """
     from pipelines.common.config import load_params
     from pipelines.common.paths import Paths
+    from pipelines.common.vector_store import verify_store
     from pipelines.promote.aliases import status as alias_status
-    from pipelines.promote.formatting import format_status
+    from pipelines.promote.formatting import format_status, format_store_checks
 
     with command_errors("status", bad_input=_bad_input()):
         entries = alias_status(Paths(root), load_params(params_path(params, root)).promote)
+        checks = verify_store(Paths(root))
     typer.echo(format_status(entries))
+    typer.echo(format_store_checks(checks))
 
 
 def rollback(

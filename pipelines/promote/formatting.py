@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pipelines.common.redact import redact_url
 from pipelines.common.reporting import format_delta, format_p_value, format_score
+from pipelines.common.vector_store import TableCheck
 from pipelines.promote.aliases import AliasStatus, RollbackResult
 from pipelines.promote.promotion import PromotionResult
 from pipelines.promote.tags import TAG_ROLLED_BACK
@@ -68,6 +69,23 @@ def format_status(entries: list[AliasStatus]) -> str:
         lines.append(f"{entry.alias:<10} v{entry.version:<4} {metrics}  {decided}{suffix}")
         if entry.files_problem is not None:
             lines.append(f"{'':<10} FILES MISSING: {entry.files_problem}")
+    return "\n".join(lines)
+
+
+def format_store_checks(checks: list[TableCheck]) -> str:
+    """The embedding store in one line when every table is sound, else a line per
+    damaged table saying what was wrong and that it was dropped."""
+    if not checks:
+        return "embedding store: no tables yet"
+    sound = [check for check in checks if check.problem is None]
+    rows = sum(check.rows for check in sound)
+    lines = [f"embedding store: {len(sound)} table(s), {rows:,} vectors checked, sound"]
+    lines += [
+        f"embedding store: table {check.name} (model {check.fingerprint[:12]}) DAMAGED: "
+        f"{check.problem}; dropped, rebuilt when next used"
+        for check in checks
+        if check.problem is not None
+    ]
     return "\n".join(lines)
 
 

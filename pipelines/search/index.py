@@ -29,7 +29,7 @@ import numpy as np
 
 from pipelines.common.config import SearchParams
 from pipelines.common.embeddings import TextEncoder, matryoshka
-from pipelines.common.store_rows import StoreCorruptError
+from pipelines.common.store_layout import StoreCorruptError
 from pipelines.common.vector_store import EmbeddingStore, StoreKey, embed_stored, text_hash
 from pipelines.search.ann import Vectors, sync_ann_index
 from pipelines.search.remote_index import QdrantServer

@@ -23,8 +23,11 @@ from typing import Any
 import numpy as np
 import pytest
 from fixtures_models import RecordingEncoder
+from typer.testing import CliRunner
 
-from pipelines.common.store_rows import CHECKSUM_COLUMN, StoreCorruptError, verified_rows
+from pipelines import cli
+from pipelines.common.paths import Paths
+from pipelines.common.store_layout import CHECKSUM_COLUMN, StoreCorruptError, verified_rows
 from pipelines.common.vector_store import EmbeddingStore, StoreKey, arrow_table, embed_stored
 
 pytestmark = pytest.mark.usefixtures("bounded_in_time")
@@ -96,29 +99,32 @@ def test_finite_bytes_written_over_a_data_file_are_caught_and_rebuilt(
 def test_flipped_exponent_bits_are_caught_by_status_and_the_derived_index_goes(
     tmp_path: Path,
 ) -> None:
-    clean = embed(EmbeddingStore(tmp_path))
-    target = data_files(EmbeddingStore(tmp_path))[-1]
+    folder = Paths(tmp_path).embedding_store
+    clean = embed(EmbeddingStore(folder))
+    target = data_files(EmbeddingStore(folder))[-1]
     payload = np.frombuffer(target.read_bytes(), dtype=np.uint8).copy()
-    floats = clean[:17, 3].tobytes()
     flipped = 0
-    for value in np.frombuffer(floats, dtype=np.uint32):
+    for value in np.frombuffer(clean[:17, 3].tobytes(), dtype=np.uint32):
         at = payload.tobytes().find(value.tobytes())
         if at >= 0:  # the float as written: flip one bit of its exponent
             payload[at + 3] ^= 0x08
             flipped += 1
     assert flipped >= 10
     target.write_bytes(payload.tobytes())
-    derived = tmp_path / f"{StoreKey('fp').table_name()}.faiss"
+    derived = folder / f"{StoreKey('fp').table_name()}.faiss"
     derived.write_bytes(b"an ANN index built from the table")
 
-    checks = EmbeddingStore(tmp_path).verify()
-    assert [(check.fingerprint, check.rows) for check in checks] == [("fp", 0)]
-    assert checks[0].problem is not None and "checksum" in checks[0].problem
-    assert not EmbeddingStore(tmp_path).table_path(StoreKey("fp")).exists()  # dropped
+    status = CliRunner().invoke(cli.app, ["status", "--root", str(tmp_path)])
+    assert status.exit_code == 0, status.output
+    table = StoreKey("fp").table_name()
+    assert status.stdout.splitlines()[-1].startswith(f"embedding store: table {table} (model fp)")
+    assert "DAMAGED" in status.stdout and "do not match their checksums" in status.stdout
+    assert not EmbeddingStore(folder).table_path(StoreKey("fp")).exists()  # dropped
     assert not derived.exists()
-    np.testing.assert_array_equal(embed(EmbeddingStore(tmp_path)), clean)
-    healthy = EmbeddingStore(tmp_path).verify()
-    assert [(check.rows, check.problem) for check in healthy] == [(len(TEXTS), None)]
+    np.testing.assert_array_equal(embed(EmbeddingStore(folder)), clean)  # rebuilt on use
+    status = CliRunner().invoke(cli.app, ["status", "--root", str(tmp_path)])
+    expected = f"embedding store: 1 table(s), {len(TEXTS):,} vectors checked, sound"
+    assert status.stdout.splitlines()[-1] == expected
 
 
 CHILD = """
@@ -126,6 +132,10 @@ import resource, sys
 sys.path[:0] = [{repo!r}, {tests!r}]
 import numpy as np
 from fixtures_models import RecordingEncoder
+from typer.testing import CliRunner
+
+from pipelines import cli
+from pipelines.common.paths import Paths
 from pipelines.common.vector_store import EmbeddingStore, embed_stored
 texts = [f"passage {{n}} on the cohomology of a scheme" for n in range({count})]
 store = EmbeddingStore(__import__("pathlib").Path({folder!r}))
@@ -180,6 +190,10 @@ import sys
 sys.path[:0] = [{repo!r}, {tests!r}]
 from pathlib import Path
 from fixtures_models import RecordingEncoder
+from typer.testing import CliRunner
+
+from pipelines import cli
+from pipelines.common.paths import Paths
 from pipelines.common.vector_store import EmbeddingStore, embed_stored
 store = EmbeddingStore(Path({folder!r}))
 encode = dict(model_fingerprint="reader", store=store, batch_size=8)

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from fixtures_models import RecordingEncoder
 
-from pipelines.common import vector_store
+from pipelines.common import store_layout
 from pipelines.common.paths import Paths
 from pipelines.common.vector_store import (
     EmbeddingStore,
@@ -140,7 +140,7 @@ def test_a_table_of_another_store_format_is_rebuilt(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     embed(RecordingEncoder(), TEXTS, EmbeddingStore(tmp_path))
-    monkeypatch.setattr(vector_store, "STORE_FORMAT", "3")  # a later version of the layout
+    monkeypatch.setattr(store_layout, "STORE_FORMAT", "3")  # a later version of the layout
     encoder = RecordingEncoder()
     store = EmbeddingStore(tmp_path)
     embed(encoder, TEXTS, store)

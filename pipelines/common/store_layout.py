@@ -1,20 +1,29 @@
-"""A row of the embedding store: its columns, its Arrow form, and its check when read.
+"""The embedding store's table layout: which table holds what, and what a row is.
 
-Each row of a table of :mod:`pipelines.common.vector_store` is a text's SHA-256 (the key),
-its ``float32`` vector and the row's checksum (:mod:`pipelines.common.store_checksums`),
+A :class:`StoreKey` (a model's fingerprint, a dimension, whether vectors are unit length)
+names one table of :mod:`pipelines.common.vector_store` and is recorded in its schema,
+checked when the table is opened. Each row is a text's SHA-256 (:func:`text_hash`, the
+key), its ``float32`` vector and the row's checksum (:mod:`pipelines.common.store_checksums`),
 written together by :func:`arrow_table` and read back only through :func:`verified_rows`,
 which refuses a row that is not what was written.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from pipelines.common.embeddings import Embeddings
 from pipelines.common.store_checksums import damaged_rows, row_checksums
+
+#: Bumped when the table layout changes: a table of another format is rebuilt.
+#: 2: each row carries its checksum.
+STORE_FORMAT = "2"
+_META_PREFIX = "mathembed."
 
 HASH_COLUMN = "text_hash"
 VECTOR_COLUMN = "vector"
@@ -30,6 +39,62 @@ READ_BATCH = 65_536
 #: through as RuntimeError/OSError/ValueError, Arrow's as ArrowException (a ValueError or
 #: an OSError subclass).
 STORE_ERRORS: tuple[type[BaseException], ...] = (RuntimeError, OSError, ValueError)
+
+
+def text_hash(text: str) -> str:
+    """The store's key of a text: the hex SHA-256 of its UTF-8 bytes."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class StoreKey:
+    """What one table holds: one model's vectors at one dimension and normalisation."""
+
+    fingerprint: str
+    dim: int | None = None
+    normalize: bool = False
+
+    @property
+    def model_id(self) -> str:
+        """The model part of the table name: a fingerprint may hold any character."""
+        return hashlib.sha256(self.fingerprint.encode("utf-8")).hexdigest()[:24]
+
+    def table_name(self) -> str:
+        dim = "full" if self.dim is None else f"d{self.dim}"
+        return f"m{self.model_id}-{dim}-{'norm' if self.normalize else 'raw'}"
+
+    def metadata(self) -> dict[str, str]:
+        """What the table's schema records, checked when it is opened."""
+        return {
+            f"{_META_PREFIX}fingerprint": self.fingerprint,
+            f"{_META_PREFIX}dim": "full" if self.dim is None else str(self.dim),
+            f"{_META_PREFIX}normalize": str(self.normalize).lower(),
+            f"{_META_PREFIX}format": STORE_FORMAT,
+        }
+
+    @classmethod
+    def of_metadata(cls, stored: Mapping[bytes, bytes] | None) -> StoreKey:
+        """The key a table's schema metadata names (:meth:`metadata` read back); a
+        ValueError when it names none."""
+        found = {k.decode(): v.decode() for k, v in (stored or {}).items()}
+        try:
+            dim = found[f"{_META_PREFIX}dim"]
+            return cls(
+                found[f"{_META_PREFIX}fingerprint"],
+                None if dim == "full" else int(dim),
+                found[f"{_META_PREFIX}normalize"] == "true",
+            )
+        except KeyError as missing:
+            raise ValueError(f"its schema records no {missing}") from None
+
+
+def metadata_problem(key: StoreKey, stored: Mapping[bytes, bytes] | None) -> str | None:
+    """Why a table's schema metadata does not belong to ``key`` (None: it does)."""
+    found = {k.decode(): v.decode() for k, v in (stored or {}).items()}
+    for name, expected in key.metadata().items():
+        if found.get(name) != expected:
+            return f"{name} is {found.get(name)!r}, expected {expected!r}"
+    return None
 
 
 class StoreCorruptError(RuntimeError):
