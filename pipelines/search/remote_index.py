@@ -16,6 +16,12 @@ container image (``infra/docker-compose.yml``, ``infra/k8s/qdrant.yaml``).
   warning, never trusted. The model's collections under another name (another width)
   are deleted; beyond :data:`~pipelines.common.vector_store.MAX_STORED_MODELS` models the
   least recently synced collections go, as the store bounds its tables.
+* **Content**: each sync compares a sample of the collection's points
+  (:data:`CHECKED_POINTS`, chosen by id: a fixed, hash-spread slice) with the store's
+  vectors, which are themselves checked row by row; a point that differs (a server restored
+  from a stale or damaged snapshot) makes the collection untrusted: deleted and rebuilt
+  with a warning. A sample, not every point: reading every vector back would cost what a
+  rebuild costs.
 * **A night** (:func:`sync_qdrant_index`): the ids are those of the faiss index
   (:func:`pipelines.search.ann.passage_id`, from the text's hash), so an edited text is a
   new point and its old one departs; only the points the collection lacks are upserted,
@@ -59,6 +65,10 @@ _SYNCED_KEY = "mathembed.synced_at"
 #: Points per upsert request, and ids per scroll page while the held ids are read.
 UPSERT_BATCH = 1_024
 SCROLL_PAGE = 10_000
+#: Points whose vectors each sync reads back and compares with the store's.
+CHECKED_POINTS = 256
+#: How far a point's vector may be from the store's (the server keeps float32 as sent).
+CHECK_TOLERANCE = 1e-6
 #: Seconds a request to the server may take.
 REQUEST_TIMEOUT = 30
 
@@ -222,6 +232,29 @@ def new_vectors(
             yield [passage_id(hashes[row]) for row in rows], vectors[rows]
 
 
+def content_problem(
+    client: Any, name: str, stored: StoredVectors, key_of: dict[int, str], held: set[int]
+) -> str | None:
+    """Why the collection's points are not the store's vectors (None: the sample matches):
+    the :data:`CHECKED_POINTS` smallest ids the collection and the corpus share."""
+    sample = sorted(held & key_of.keys())[:CHECKED_POINTS]
+    if not sample:
+        return None
+    points = client.retrieve(name, ids=sample, with_payload=False, with_vectors=True)
+    found = {int(point.id): point.vector for point in points}
+    expected, missing = stored.lookup([key_of[number] for number in sample])
+    if missing:  # pragma: no cover - the caller stored every text first
+        raise RuntimeError(f"the embedding store lacks {len(missing)} vectors to check")
+    differ = sum(
+        number not in found
+        or not np.allclose(np.asarray(found[number], np.float32), want, atol=CHECK_TOLERANCE)
+        for number, want in zip(sample, expected, strict=True)
+    )
+    if differ:
+        return f"{differ} of {len(sample)} points checked differ from the embedding store"
+    return None
+
+
 # -------------------------------------------------------------------------- the index
 
 
@@ -280,6 +313,12 @@ def sync_qdrant_index(client: Any, stored: StoredVectors, text_keys: Sequence[st
         rows_of.setdefault(passage_id(text_key), []).append(row)
     key_of = {passage_id(text_key): text_key for text_key in text_keys}
     held = held_ids(client, name)
+    problem = content_problem(client, name, stored, key_of, held)
+    if problem is not None:
+        log.warning("qdrant collection %s is not trusted: %s; rebuilding it", name, problem)
+        client.delete_collection(name)
+        name = open_collection(client, key, width)
+        held = set()
     departed = sorted(held - key_of.keys())
     new_ids = sorted(key_of.keys() - held)
     for start in range(0, len(departed), UPSERT_BATCH):

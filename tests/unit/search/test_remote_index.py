@@ -253,3 +253,27 @@ def test_the_embedded_engine_below_the_threshold_stays_exact(store: EmbeddingSto
     assert SearchParams().engine == "embedded"  # the default: behaviour unchanged
     assert isinstance(update.index, PassageIndex)
     assert not isinstance(update.index, RemoteIndex)
+
+
+def test_a_collection_whose_points_differ_from_the_store_is_rebuilt(
+    store: EmbeddingStore, client: QdrantClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    texts = passages(range(120))
+    stored = unit_table(store)
+    keys = store_texts(stored, texts)
+    index = sync_qdrant_index(client, stored, keys)
+    # The server's copy goes stale (a snapshot restored from another night): three points
+    # answer with other vectors under their ids.
+    stale = [passage_id(keys[n]) for n in (3, 50, 99)]
+    others = np.stack([unit(f"passage {900 + n}") for n in range(3)]).tolist()
+    client.upsert(index.name, points=models.Batch(ids=stale, vectors=others), wait=True)
+    with caplog.at_level(logging.WARNING, logger="pipelines.search.remote_index"):
+        again = sync_qdrant_index(client, stored, keys)
+    assert (again.added, again.removed) == (120, 0)  # rebuilt whole
+    assert any(
+        "not trusted: 3 of 120 points checked differ" in record.message for record in caplog.records
+    )
+    rows, _ = again.top(unit("passage 50"), 1)
+    assert rows == [50]
+    quiet = sync_qdrant_index(client, stored, keys)  # sound now: nothing sent
+    assert (quiet.added, quiet.removed) == (0, 0)
