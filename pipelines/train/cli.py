@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import logging
-import os
 import shlex
 import signal
-import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -112,20 +110,40 @@ def _processes_asked(params_file: Path) -> int:
 
 
 def _relaunch(processes: int, params: Path, root: Path, progress: bool) -> NoReturn:
-    """Become ``torchrun`` running this command as ``processes`` ranks (same process id,
-    so a supervisor's SIGTERM reaches torchrun, which stops every rank; its exit status is
-    the run's)."""
+    """Run this command as ``processes`` ranks, this process their launcher (the one a
+    supervisor's SIGTERM or a Ctrl-C reaches: it stops every rank); exit 0 when they
+    finished, 1 with one line when a rank died or a signal stopped them
+    (:mod:`pipelines.train.launcher`)."""
+    from pipelines.common.paths import MODEL_METADATA_FILE, Paths
     from pipelines.train.distributed import torchrun_command
+    from pipelines.train.launcher import LAUNCH_LOG, LaunchFailed, launch
 
     arguments = ["train", "--params", str(params), "--root", str(root)]
     arguments.append("--progress" if progress else "--no-progress")
-    command = torchrun_command(processes, arguments)
     logging.getLogger(__name__).info(
-        "train: %d processes under torchrun (rank 0 writes): %s", processes, shlex.join(command)
+        "train: %d processes under torchrun (rank 0 writes): %s",
+        processes,
+        shlex.join(torchrun_command(processes, arguments)),
     )
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os.execv(command[0], command)
+    paths = Paths(root)
+    published_before = _stamp(paths.candidate / MODEL_METADATA_FILE)
+    with command_errors("train", (LaunchFailed,)):
+        launch(
+            processes,
+            arguments,
+            log_file=paths.checkpoints / LAUNCH_LOG,
+            published=lambda: _stamp(paths.candidate / MODEL_METADATA_FILE) != published_before,
+        )
+    raise typer.Exit(code=0)
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    """Which version of ``path`` is there (inode, modification time), ``None`` if none."""
+    try:
+        status = path.stat()
+    except FileNotFoundError:
+        return None
+    return status.st_ino, status.st_mtime_ns
 
 
 @contextmanager

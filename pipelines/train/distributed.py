@@ -3,10 +3,11 @@
 ``train.processes`` says how many: ``auto`` is one per visible CUDA device (one on a CPU
 machine), a number asks for exactly that many (CPU processes on the gloo backend need
 ``train.device: cpu``; CUDA ones one GPU each). ``mathembed train`` with more than one
-re-launches itself under ``python -m torch.distributed.run --standalone``
-(:func:`torchrun_command`); a process that ``torchrun`` started (``RANK``/``WORLD_SIZE``
-set, :func:`current_world`) trains as one rank of it, so ``torchrun --nproc-per-node N -m
-pipelines train`` works too (and is how several machines would share a run).
+becomes torchrun's launcher, ``--standalone`` (:mod:`pipelines.train.launcher`,
+:func:`torchrun_arguments`), and runs itself as the ranks; a process that ``torchrun``
+started (``RANK``/``WORLD_SIZE`` set, :func:`current_world`) trains as one rank of it, so
+``torchrun --nproc-per-node N -m pipelines train`` works too (and is how several machines
+would share a run).
 
 What the processes share and what only rank 0 does:
 
@@ -24,10 +25,10 @@ What the processes share and what only rank 0 does:
   ``metrics/train.json``, logs progress and keeps the one MLflow run. The other ranks
   write only their own random-number state into each checkpoint (``rng_state_<rank>.pth``,
   which transformers' resume reads back) and return rank 0's report (:func:`share`).
-* **A rank that dies** ends the run: ``torchrun`` stops the others (rank 0 sees SIGTERM,
+* **A rank that dies** ends the run: the launcher stops the others (rank 0 sees SIGTERM,
   which the command turns into an interrupt: MLflow run KILLED, no candidate published)
-  and exits non-zero; the checkpoints left behind are resumed or discarded as for a
-  killed single-process run.
+  and exits 1 with one line naming the rank and how it ended; the checkpoints left behind
+  are resumed or discarded as for a killed single-process run.
 """
 
 from __future__ import annotations
@@ -121,20 +122,22 @@ def check_batch_split(batch_size: int, processes: int) -> None:
         )
 
 
-def torchrun_command(processes: int, arguments: Sequence[str]) -> list[str]:
-    """The command that runs ``mathembed <arguments>`` as ``processes`` ranks on this machine.
+def torchrun_arguments(processes: int, arguments: Sequence[str]) -> list[str]:
+    """torchrun's arguments that run ``mathembed <arguments>`` as ``processes`` ranks on this
+    machine (what :mod:`pipelines.train.launcher` runs).
 
     ``--standalone``: a rendezvous on a free local port, no store to set up.
     """
+    return ["--standalone", f"--nproc-per-node={processes}", "-m", "pipelines", *arguments]
+
+
+def torchrun_command(processes: int, arguments: Sequence[str]) -> list[str]:
+    """The same launch as a command line (what the log shows, and a person can rerun)."""
     return [
         sys.executable,
         "-m",
         "torch.distributed.run",
-        "--standalone",
-        f"--nproc-per-node={processes}",
-        "-m",
-        "pipelines",
-        *arguments,
+        *torchrun_arguments(processes, arguments),
     ]
 
 
@@ -217,6 +220,38 @@ def main_first(world: World) -> Iterator[None]:
     yield
     if world.is_main:
         dist.barrier()
+
+
+#: What gloo's transport errors say (a plain RuntimeError, "[.../gloo/transport/tcp/pair.cc:545]
+#: Read error ...: Connection reset by peer"): the connection to another rank broke.
+GLOO_TRANSPORT = "/gloo/transport/"
+
+
+def lost_another_rank(error: BaseException) -> bool:
+    """Whether ``error`` says that this rank lost its connection to another rank: one of
+    torch's distributed errors, or gloo's transport error when a peer's process died."""
+    import torch.distributed as dist
+
+    return isinstance(error, dist.DistError) or (
+        isinstance(error, RuntimeError) and GLOO_TRANSPORT in str(error)
+    )
+
+
+@contextmanager
+def lost_rank_as_interrupt(world: World) -> Iterator[None]:
+    """A rank that loses another rank ends as a stopped one does (``KeyboardInterrupt``).
+
+    When a rank dies, the others can fail at their next collective before the launcher's
+    SIGTERM reaches them: that failure is the other rank's death, not theirs. Turned into
+    the interrupt the SIGTERM would have been, it ends the MLflow run KILLED, as for the
+    launcher's stop, and prints no traceback; the launcher names the rank that died.
+    """
+    try:
+        yield
+    except Exception as error:
+        if world.size > 1 and lost_another_rank(error):
+            raise KeyboardInterrupt(f"rank {world.rank} lost another rank: {error}") from error
+        raise
 
 
 def rank_zero_saving_trainer() -> type[SentenceTransformerTrainer]:

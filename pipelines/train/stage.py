@@ -100,6 +100,7 @@ from pipelines.train.distributed import (
     current_world,
     join,
     leave,
+    lost_rank_as_interrupt,
     main_first,
     rank_zero_saving_trainer,
     share,
@@ -203,7 +204,7 @@ def run_train(
     """
     world = current_world()
     try:
-        with training_run_status(tracking):
+        with training_run_status(tracking), lost_rank_as_interrupt(world):
             return _train(
                 params,
                 paths,
