@@ -49,6 +49,14 @@ def valid_tables(n_papers: int = 6, chunks_per_paper: int = 3, n_concepts: int =
         {
             "paper_id": [f"2401.{p:05d}" for p in range(1, n_papers + 1)],
             "primary_category": [CATEGORIES[p % len(CATEGORIES)] for p in range(n_papers)],
+            "authors": [[f"Author {p}"] for p in range(n_papers)],
+        }
+    )
+    # Statements: what the corpus facts count (pipelines.validate.expected); half named.
+    statements = pd.DataFrame(
+        {
+            "statement_id": [f"{paper_id}v1#s0000" for paper_id in papers["paper_id"]],
+            "name": [f"Lemma {p}" if p % 2 else "" for p in range(n_papers)],
         }
     )
     chunk_rows = []
@@ -91,6 +99,7 @@ def valid_tables(n_papers: int = 6, chunks_per_paper: int = 3, n_concepts: int =
             )
     return {
         "papers": papers,
+        "statements": statements,
         "chunks": chunks,
         "pairs": pd.DataFrame(pair_rows),
         **eval_tables(chunk_ids),
@@ -125,6 +134,7 @@ def broken_tables() -> Tables:
     )
     return {
         "papers": tables["papers"],
+        "statements": tables["statements"],
         "chunks": chunks,
         "pairs": pairs,
         "queries": tables["queries"].iloc[:1],

@@ -25,6 +25,7 @@ from pipelines.common.reporting import (
     read_promotion,
 )
 from pipelines.common.tables import QUERY_SETS
+from pipelines.validate.summaries import quality_lines, read_quality_record
 
 #: The metrics a decision line shows, the first on the first line.
 DECISION_METRICS = ("mrr@10", "ndcg@10")
@@ -298,7 +299,10 @@ def render_report(paths: Paths) -> str:
     lines = decision_lines(read_promotion(promotion_file(paths)), headline, train)
     lines.append("What ran:")
     for name, stem, parts in STAGE_LINES:
-        lines.append(stage_line(name, _read(paths, stem), parts))
+        metrics = _read(paths, stem)
+        lines.append(stage_line(name, metrics, parts))
+        if name == "validate" and (record := read_quality_record(metrics or {})):
+            lines.extend(f"    {line}" for line in quality_lines(record))
     evaluation = _read(paths, "eval") or {}
     lines.append(evaluate_line(headline, evaluation))
     lines.extend(set_lines(evaluation))

@@ -27,6 +27,7 @@ def validate(params: ParamsOption = DEFAULT_PARAMS, root: RootOption = DEFAULT_R
     from pipelines.common.paths import Paths
     from pipelines.validate.pages import eval_set_line
     from pipelines.validate.stage import ValidationError, run_validate
+    from pipelines.validate.summaries import quality_lines
 
     bad_input = (ValidationError, FileNotFoundError, ValueError)
     with stage_command("validate", params, root, bad_input) as loaded:
@@ -47,8 +48,9 @@ def validate(params: ParamsOption = DEFAULT_PARAMS, root: RootOption = DEFAULT_R
             typer.echo(f"  {table}: paper(s) quarantined whole (too many rows fail): {papers}")
     typer.echo(f"validate: {eval_set_line(report.metrics['eval_set'])}")
     quality = report.quality_report
-    verdict = "all expectations met" if quality.success else "some expectations failed"
-    typer.echo(f"validate: data-quality report {quality.index_html} ({verdict})")
+    typer.echo(f"validate: data-quality report {quality.index_html}")
+    for line in quality_lines(quality.record):
+        typer.echo(f"validate: {line}" if not line.startswith(" ") else f"  {line}")
 
 
 def register(app: typer.Typer) -> None:

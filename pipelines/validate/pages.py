@@ -11,7 +11,9 @@ GX's copy under ``static/images``, and a small local stylesheet
 and the icon font. GX's own ``index.html`` is an empty table filled in by
 bootstrap-table's JavaScript, so it is replaced by a static summary page
 (:func:`render_index`, from ``templates/*.html``): every suite, its pass count, every
-expectation with its observed value, and links to GX's validation and suite pages.
+expectation with its observed value, and links to GX's validation and suite pages. A
+failure the corpus explains (:mod:`pipelines.validate.expected`) is shown apart, muted and
+with its reason; any other failure is marked unexpected.
 
 The pages show passages of papers, which are anyone's text, so no page may run anything:
 GX's cells get the values already escaped (:mod:`pipelines.validate.gx_context`), and the
@@ -37,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 from pipelines.common import io
 
 if TYPE_CHECKING:
-    from pipelines.validate.summaries import ExpectationRow, SuiteSection
+    from pipelines.validate.summaries import ExpectationRow, SuiteSection, SuiteSummary
 
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -252,13 +254,24 @@ def render_index(
     (:func:`pipelines.validate.eval_shape.figures`), shown as one line under the verdict.
     """
     passed = sum(section.summary.success for section in sections)
+    expected = sum(len(section.summary.expected_failures) for section in sections)
+    unexpected = sum(len(section.summary.unexpected_failures) for section in sections)
+    failures = ""
+    if expected or unexpected:
+        failures = (
+            f" {_count(expected, 'expectation', 'expectations')} failed as expected for this "
+            f"corpus (reasons below); {unexpected:,} failed unexpectedly."
+        )
+    # A suite that failed only as the corpus explains is "expected"; any other, "failed".
+    overall = "passed" if passed == len(sections) else "failed" if unexpected else "expected"
     return _fill(
         "index.html",
         csp=CSP_META,
         css=OFFLINE_CSS,
         when=_e(run_time.strftime("%Y-%m-%d %H:%M:%S UTC")),
         eval_set=_e(eval_set_line(eval_set)),
-        overall="passed" if passed == len(sections) else "failed",
+        overall=overall,
+        failures=_e(failures),
         passed=passed,
         total=len(sections),
         summary_rows="".join(_summary_row(section) for section in sections),
@@ -284,21 +297,25 @@ def _count(number: int, one: str, many: str) -> str:
     return f"{number:,} {one if number == 1 else many}"
 
 
-def _status(success: bool) -> str:
-    return "passed" if success else "FAILED"
+def _status(summary: SuiteSummary) -> str:
+    if summary.success:
+        return "passed"
+    return "failed as expected for this corpus" if summary.only_expected_failures else "FAILED"
 
 
-def _row_class(success: bool) -> str:
-    return "" if success else ' class="failed"'
+def _row_class(success: bool, expected: bool = False) -> str:
+    if success:
+        return ""
+    return ' class="expected"' if expected else ' class="failed"'
 
 
 def _summary_row(section: SuiteSection) -> str:
     summary = section.summary
-    failed = (
-        "<ul>" + "".join(f"<li>{_e(item)}</li>" for item in summary.failed_expectations) + "</ul>"
-        if summary.failed_expectations
-        else "none"
-    )
+    items = [
+        f'<li><span class="unexpected">unexpected:</span> {_e(item)}</li>'
+        for item in summary.unexpected_failures
+    ] + [f'<li class="reason">{_e(item)}</li>' for item in summary.expected_failures]
+    failed = "<ul>" + "".join(items) + "</ul>" if items else "none"
     links = []
     if section.validation_page:
         links.append(f'<a href="{_e(section.validation_page)}">validation result</a>')
@@ -306,9 +323,9 @@ def _summary_row(section: SuiteSection) -> str:
         links.append(f'<a href="{_e(section.suite_page)}">suite definition</a>')
     return _fill(
         "summary_row.html",
-        row_class=_row_class(summary.success),
+        row_class=_row_class(summary.success, summary.only_expected_failures),
         name=_e(section.name),
-        status=_status(summary.success),
+        status=_status(summary),
         successful=summary.successful,
         evaluated=summary.evaluated,
         failed=failed,
@@ -321,7 +338,7 @@ def _suite_section(section: SuiteSection) -> str:
     return _fill(
         "suite_section.html",
         name=_e(section.name),
-        status=_status(summary.success),
+        status=_status(summary),
         successful=summary.successful,
         evaluated=summary.evaluated,
         rows="".join(_expectation_row(row) for row in section.rows),
@@ -329,12 +346,19 @@ def _suite_section(section: SuiteSection) -> str:
 
 
 def _expectation_row(row: ExpectationRow) -> str:
+    if row.expected_because:
+        reason = f'<div class="reason">Expected for this corpus: {_e(row.expected_because)}</div>'
+    elif row.unexpected:
+        reason = '<div class="unexpected">Unexpected: no known reason of this corpus</div>'
+    else:
+        reason = ""
     return _fill(
         "expectation_row.html",
-        row_class=_row_class(row.success),
+        row_class=_row_class(row.success, bool(row.expected_because)),
         mark="✔" if row.success else "✘",
         expectation=_e(row.expectation),
         notes=_e(row.notes),
+        reason=reason,
         expected=_e(row.expected),
         observed=_e(row.observed),
     )

@@ -7,7 +7,9 @@ checkpoints in the
 file-backed context ``<root>/gx`` (:mod:`pipelines.validate.gx_context`) and builds Data
 Docs into ``<root>/reports/data_quality/``, made readable offline with a static front
 page (:mod:`pipelines.validate.pages`). A failed expectation never raises: it shows in
-the report and in the returned :class:`QualityReportResult`.
+the report and in the returned :class:`QualityReportResult`, with its reason when a fact
+of the corpus explains it (:mod:`pipelines.validate.expected`: one category, book
+chapters, ...); the others stand out as unexpected.
 
 Importing this module does not import Great Expectations (seconds): a run does.
 """
@@ -26,6 +28,7 @@ from pipelines.common import io
 from pipelines.common.config import ValidateParams
 from pipelines.common.paths import Paths
 from pipelines.validate import eval_shape
+from pipelines.validate.expected import CorpusFacts, corpus_facts
 from pipelines.validate.gx_context import (
     clear_previous_run,
     only_validation_result,
@@ -44,7 +47,14 @@ from pipelines.validate.suites import (
     pair_frame,
     suite_parameters,
 )
-from pipelines.validate.summaries import SuiteSection, SuiteSummary, expectation_row, summarize
+from pipelines.validate.summaries import (
+    QualityRecord,
+    SuiteSection,
+    SuiteSummary,
+    expectation_row,
+    quality_record,
+    summarize,
+)
 
 if TYPE_CHECKING:
     from great_expectations.checkpoint.checkpoint import CheckpointResult
@@ -57,6 +67,7 @@ class QualityReportResult:
     suites: dict[str, SuiteSummary]
     success: bool
     eval_set: dict[str, Any]  # the evaluation set's figures (eval_shape.figures)
+    record: QualityRecord  # for metrics/data_quality.json: failures, expected ones apart
 
 
 def build_report(
@@ -65,11 +76,11 @@ def build_report(
     """Validate the chunks, pairs and eval_set suites and build the Data Docs under
     ``paths.root``.
 
-    ``tables`` holds the validated frames (at least ``papers``, ``chunks``, ``pairs``,
-    ``queries`` and ``qrels``); ``params`` gives the eval set's bounds (the project's
-    params.yaml when left out). Never raises for failed expectations; raises
-    ``ValueError`` when a table or column it needs is missing. Each run starts from an
-    empty site and result store, so the report shows this run only.
+    ``tables`` holds the validated frames (at least ``papers``, ``statements``,
+    ``chunks``, ``pairs``, ``queries`` and ``qrels``); ``params`` gives the eval set's
+    bounds (the project's params.yaml when left out). Never raises for failed
+    expectations; raises ``ValueError`` when a table or column it needs is missing. Each
+    run starts from an empty site and result store, so the report shows this run only.
     """
     _check_tables(tables)
     params = params or ValidateParams()
@@ -79,6 +90,7 @@ def build_report(
         "eval_set": eval_frame(tables["queries"], tables["qrels"], tables["chunks"]),
     }
     eval_figures = eval_shape.figures(frames["eval_set"], len(tables["chunks"]))
+    facts = corpus_facts(tables["papers"], tables["chunks"], tables["statements"], tables["pairs"])
     site_dir = paths.data_quality_reports
     context = open_context(paths)
     clear_previous_run(context, site_dir)
@@ -92,7 +104,7 @@ def build_report(
             expectation_parameters=suite_parameters(params),
             run_id=run_id(run_time),
         )
-        section = _section(context, checkpoint_result, name, site_dir)
+        section = _section(context, checkpoint_result, name, site_dir, facts)
         suites[name] = section.summary
         sections.append(section)
     make_site_offline(site_dir)
@@ -103,6 +115,7 @@ def build_report(
         suites=suites,
         success=all(summary.success for summary in suites.values()),
         eval_set=eval_figures,
+        record=quality_record(sections),
     )
 
 
@@ -136,6 +149,7 @@ def _section(
     checkpoint_result: CheckpointResult,
     name: str,
     site_dir: Path,
+    facts: CorpusFacts,
 ) -> SuiteSection:
     """One suite's part of the front page: its verdict, its rows, its GX pages."""
     from great_expectations.data_context.types.resource_identifiers import (
@@ -144,7 +158,7 @@ def _section(
 
     result_key, validation = only_validation_result(checkpoint_result, name)
     publish_docs(context, result_key, validation, name)
-    rows = [expectation_row(result) for result in validation.results]
+    rows = [expectation_row(result, name, facts) for result in validation.results]
     return SuiteSection(
         name=name,
         summary=summarize(validation, rows),

@@ -35,8 +35,10 @@ collected), and the policy is:
   corpus; the metrics and the message name the papers.
 
 Counts add up for every table: rows in = kept + quarantined (``metrics/data_quality.json``,
-which also lists every check run and how many rows failed it, and the evaluation set's
-shape under ``eval_set``).
+which also lists every check run and how many rows failed it, the evaluation set's
+shape under ``eval_set``, and the data-quality report's failed expectations under
+``expectations``, those the corpus explains with their reasons:
+:class:`pipelines.validate.summaries.QualityRecord`).
 
 :func:`validate_tables` is pure; :func:`run_validate` reads and writes.
 """
@@ -62,6 +64,7 @@ from pipelines.validate import balance, eval_shape, formats, per_paper, schemas
 from pipelines.validate.leakage import leakage_masks
 from pipelines.validate.outcome import CheckFailure, TableOutcome, ValidationError, ValidationResult
 from pipelines.validate.references import REFERENCES
+from pipelines.validate.summaries import RECORD_KEY
 
 if TYPE_CHECKING:
     from pipelines.validate.report import QualityReportResult
@@ -490,7 +493,7 @@ def run_validate(params: ValidateParams, paths: Paths) -> ValidationReport:
         )
         written += [validated, quarantine]
     quality = build_quality_report(result.kept, paths, params)
-    metrics = {"passed": True, **result.metrics()}
+    metrics = {"passed": True, **result.metrics(), RECORD_KEY: quality.record}
     io.write_json(metrics_path, metrics)  # last: "passed" means everything above is on disk
     written.append(metrics_path)
     return ValidationReport(result.tables, metrics, written, quality)

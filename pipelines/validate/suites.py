@@ -25,9 +25,11 @@ from pipelines.validate.gx_context import load_gx
 if TYPE_CHECKING:
     from great_expectations.core.expectation_suite import ExpectationSuite
 
-#: The columns of the validated tables each derived frame is built from.
+#: The columns of the validated tables each derived frame, and the corpus facts that
+#: explain expected failures (:func:`pipelines.validate.expected.corpus_facts`), are built from.
 REQUIRED_COLUMNS: Mapping[str, tuple[str, ...]] = {
-    "papers": ("paper_id", "primary_category"),
+    "papers": ("paper_id", "primary_category", "authors"),
+    "statements": ("statement_id", "name"),
     "chunks": ("chunk_id", "paper_id", "chunk_index", "section", "text"),
     "pairs": ("anchor", "positive", "kind", "concept", "positive_id", "split"),
     "queries": ("query_id", "concept"),

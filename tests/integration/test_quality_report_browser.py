@@ -90,7 +90,7 @@ def test_index_renders_suites_and_counts_offline(
     assert f"Suite pairs: FAILED, {pairs.successful} of {pairs.evaluated} expectations passed" in (
         text
     )
-    for failure in pairs.failed_expectations:
+    for failure in pairs.unexpected_failures:
         assert failure in text
     # An observed value in the expectation table: the kind mix collapsed to one kind.
     assert re.search(r"expect_column_max_to_be_between\(kind_share\).*?<= 0\.7 1\b", text)
@@ -113,3 +113,45 @@ def test_gx_validation_page_renders_offline(report: QualityReportResult, tmp_pat
     assert f"Unsuccessful Expectations {pairs.evaluated - pairs.successful}" in text
     assert "Expectation Suite: pairs" in text
     assert "Status: Failed" in text
+
+
+def test_expected_failures_show_their_reason_and_unexpected_ones_stand_out(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    """Issue 30: one category and one book's authors (the demo corpus's facts) explain the
+    category failures; passages cut short are no fact of the corpus and stand out."""
+    tables = valid_tables()
+    tables["papers"] = tables["papers"].assign(
+        primary_category="math.AG", authors=[["The Stacks project authors"]] * 6
+    )
+    tables["chunks"] = tables["chunks"].assign(text=tables["chunks"]["text"].str.slice(0, 150))
+    built = build_report(tables, Paths(tmp_path_factory.mktemp("book")), REPORT_PARAMS)
+    text = visible_text(render(built.index_html.as_uri(), tmp_path / "profile"))
+
+    unexpected = len(built.record["failed_unexpectedly"])
+    assert unexpected >= 2  # the median and mean passage length
+    assert (
+        f"2 expectations failed as expected for this corpus (reasons below); {unexpected} "
+        "failed unexpectedly."
+    ) in text
+    reason = (
+        "Expected for this corpus: one category: all 6 papers are math.AG, so every passage "
+        "is in it (the suite expects a harvest of several categories)"
+    )
+    # Each expected row carries its reason, right after its own expectation and notes.
+    assert re.search(
+        r"expect_column_unique_value_count_to_be_between\(primary_category\).{0,300}"
+        + re.escape(reason),
+        text,
+    )
+    assert re.search(
+        r"expect_column_max_to_be_between\(category_share\).{0,300}" + re.escape(reason), text
+    )
+    # The short passages: marked unexpected on their row and listed as such in the summary.
+    assert re.search(
+        r"expect_column_median_to_be_between\(text_chars\).{0,300}"
+        r"Unexpected: no known reason of this corpus",
+        text,
+    )
+    assert "unexpected: expect_column_median_to_be_between(text_chars): observed 150" in text
+    assert "chunks FAILED" in text

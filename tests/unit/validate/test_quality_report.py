@@ -94,9 +94,9 @@ def test_valid_data_passes_every_expectation(
         "eval_set": len(eval_set_suite().expectations),
     }
     for name, summary in result.suites.items():
-        assert summary.success, (name, summary.failed_expectations)
+        assert summary.success, (name, summary.unexpected_failures)
         assert summary.evaluated == summary.successful == expected_counts[name]
-        assert summary.failed_expectations == []
+        assert summary.unexpected_failures == []
     assert set(result.suites) == {"chunks", "pairs", "eval_set"}
     assert result.index_html == root / "reports" / "data_quality" / "index.html"
 
@@ -175,7 +175,7 @@ def test_broken_data_fails_without_raising_and_names_each_failure(
     assert not result.success
     chunks, pairs = result.suites["chunks"], result.suites["pairs"]
     assert not chunks.success and not pairs.success
-    failed_chunks = {item.split(":")[0] for item in chunks.failed_expectations}
+    failed_chunks = {item.split(":")[0] for item in chunks.unexpected_failures}
     assert failed_chunks == {
         "expect_column_values_to_be_unique(chunk_id)",
         "expect_column_value_lengths_to_be_between(text)",
@@ -183,7 +183,7 @@ def test_broken_data_fails_without_raising_and_names_each_failure(
         "expect_column_mean_to_be_between(text_chars)",
         "expect_column_values_to_not_be_null(primary_category)",
     }
-    failed_pairs = {item.split(":")[0] for item in pairs.failed_expectations}
+    failed_pairs = {item.split(":")[0] for item in pairs.unexpected_failures}
     assert failed_pairs == {
         "expect_compound_columns_to_be_unique(anchor, positive)",
         "expect_column_unique_value_count_to_be_between(kind)",
@@ -193,24 +193,24 @@ def test_broken_data_fails_without_raising_and_names_each_failure(
     assert chunks.successful == chunks.evaluated - len(failed_chunks)
     assert pairs.successful == pairs.evaluated - len(failed_pairs)
     # The observed value travels with each failure.
-    assert "expect_column_max_to_be_between(kind_share): observed 1" in pairs.failed_expectations
+    assert "expect_column_max_to_be_between(kind_share): observed 1" in pairs.unexpected_failures
     assert "expect_column_unique_value_count_to_be_between(kind): observed 1" in (
-        pairs.failed_expectations
+        pairs.unexpected_failures
     )
     assert any(
         item.startswith("expect_column_values_to_not_be_null(primary_category): observed 1 of 19")
-        for item in chunks.failed_expectations
+        for item in chunks.unexpected_failures
     )
     # The eval set: one query, relevant to every passage, without a defining passage.
     eval_set = result.suites["eval_set"]
     assert not eval_set.success
-    assert {item.split(":")[0] for item in eval_set.failed_expectations} == {
+    assert {item.split(":")[0] for item in eval_set.unexpected_failures} == {
         "expect_table_row_count_to_be_between()",
         "expect_column_median_to_be_between(relevant)",
         "expect_column_max_to_be_between(relevant_share)",
         "expect_column_values_to_be_between(defining)",
     }
-    assert "expect_table_row_count_to_be_between(): observed 1" in eval_set.failed_expectations
+    assert "expect_table_row_count_to_be_between(): observed 1" in eval_set.unexpected_failures
     assert result.eval_set["relevant_per_query"]["max"] == 18
 
 
@@ -222,7 +222,7 @@ def test_broken_report_says_what_failed(
     assert "0 of 3 suites passed." in page
     for name, summary in result.suites.items():
         assert f"Suite {name}: FAILED, {summary.successful} of {summary.evaluated}" in page
-        for failure in summary.failed_expectations:
+        for failure in summary.unexpected_failures:
             assert html.escape(failure, quote=True) in page
     # GX rendered every failed expectation: a renderer crash is only logged, as an error.
     assert not [message for message in logged if "rendering" in message], logged
@@ -239,7 +239,7 @@ def test_no_expectation_errors_on_healthy_or_broken_data(
     # is reported as "observed error: ...".
     for result in (valid_report[0], broken_report[0]):
         for summary in result.suites.values():
-            assert not [item for item in summary.failed_expectations if "observed error" in item]
+            assert not [item for item in summary.unexpected_failures if "observed error" in item]
 
 
 def test_empty_tables_give_a_failed_report_not_an_exception(tmp_path: Path) -> None:
@@ -254,7 +254,9 @@ def test_empty_tables_give_a_failed_report_not_an_exception(tmp_path: Path) -> N
 def test_missing_table_or_column_is_a_clear_error(tmp_path: Path) -> None:
     tables = valid_tables()
     with pytest.raises(ValueError, match="needs the validated 'pairs' table"):
-        build_report({"papers": tables["papers"], "chunks": tables["chunks"]}, Paths(tmp_path))
+        build_report(
+            {table: tables[table] for table in tables if table != "pairs"}, Paths(tmp_path)
+        )
     with pytest.raises(ValueError, match=r"table 'chunks' lacks columns \['section'\]"):
         build_report(
             {**tables, "chunks": tables["chunks"].drop(columns="section")}, Paths(tmp_path)

@@ -65,7 +65,10 @@ LENIENT = ValidateParams(max_row_failure_fraction=1.0, **SMALL_EVAL)  # quaranti
 WRITER_SCHEMAS = {name: table.schema for name, table in TABLES.items()}
 Tables = dict[str, pd.DataFrame]
 REPORT_BUILT = types.SimpleNamespace(
-    index_html=Path("reports/data_quality/index.html"), success=True, suites={}
+    index_html=Path("reports/data_quality/index.html"),
+    success=True,
+    suites={},
+    record={"evaluated": 36, "met": 36, "failed_as_expected": [], "failed_unexpectedly": []},
 )
 
 
@@ -738,7 +741,8 @@ def test_main_succeeds_and_summarises(
     # less the one judged only by the quarantined passage.
     assert len(data["queries"]) == 2
     assert "validate: Evaluation set: 1 query over 44 passages" in out
-    assert "reports/data_quality/index.html (all expectations met)" in out
+    assert "validate: data-quality report reports/data_quality/index.html" in out
+    assert "validate: data quality: 36 of 36 expectations met" in out
     assert (tmp_path / "metrics" / "data_quality.json").is_file()
 
 
