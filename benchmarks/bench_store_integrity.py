@@ -32,8 +32,8 @@ import shutil
 import sys
 import tempfile
 import time
-from datetime import timedelta
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
