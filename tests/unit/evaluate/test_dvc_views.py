@@ -1,13 +1,12 @@
-"""What DVC shows of the evaluate stage: ``dvc plots show`` (every plot has data, and a
-numeric axis only numbers), ``dvc metrics show`` and ``dvc exp show`` (the headline first,
-no table of hundreds of values), run by the real DVC on the repository's own dvc.yaml in a
-small git + DVC project whose reports come from the stage's own writers.
+"""What DVC shows of the evaluate stage: ``dvc metrics show`` and ``dvc exp show`` (the
+headline first, no table of hundreds of values), run by the real DVC on the repository's own
+dvc.yaml in a small git + DVC project whose reports come from the stage's own writers
+(``dvc plots show``: test_dvc_plots.py).
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 import shutil
 import subprocess
@@ -108,62 +107,6 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     run("git", "add", "-A", cwd=root)
     run("git", "commit", "-q", "-m", "evaluated", cwd=root)
     return root
-
-
-def _finite_number(value: Any) -> bool:
-    try:
-        return math.isfinite(float(value))
-    except (TypeError, ValueError):
-        return False
-
-
-def test_every_plot_has_data_and_numbers_on_its_numeric_axes(project: Path) -> None:
-    shown = json.loads(dvc("plots", "show", "--json", cwd=project))
-    assert "errors" not in shown, shown
-    plots = shown["data"]
-    defined = [
-        next(iter(entry)) if isinstance(entry, dict) else entry
-        for entry in yaml.safe_load((REPO / "dvc.yaml").read_text(encoding="utf-8"))["plots"]
-    ]
-    assert sorted(plots) == sorted(defined)
-    vega = {
-        name: views[0]["content"] for name, views in plots.items() if views[0]["type"] == "vega"
-    }
-    assert sorted(vega) == ["candidate_vs_base", "per_query_wins_losses", "quality_vs_dimension"]
-    for name, spec in vega.items():
-        values = spec["data"]["values"]
-        assert values, f"{name}: no data"
-        channels = [spec.get("encoding", {})] + [
-            layer.get("encoding", {}) for layer in spec.get("layer", [])
-        ]
-        axes = [
-            encoding[axis]
-            for encoding in channels
-            for axis in ("x", "y")
-            if axis in encoding and "field" in encoding[axis]
-        ]
-        assert axes, f"{name}: no axis"
-        for axis in axes:
-            field = axis["field"]
-            assert all(field in row for row in values), f"{name}: {field} not in the data"
-            if axis["type"] == "quantitative":
-                # A string on a numeric axis is NaN to Vega-Lite: the plot would be empty.
-                bad = [row[field] for row in values if not _finite_number(row[field])]
-                assert not bad, f"{name}: non-numbers {bad[:3]} on the numeric axis {field}"
-    # The images are there too (the offline view).
-    images = [name for name, views in plots.items() if views[0]["type"] == "image"]
-    assert sorted(images) == [
-        "reports/eval/compare.png",
-        "reports/eval/dims.png",
-        "reports/eval/wins_losses.png",
-    ]
-
-
-def test_candidate_vs_base_puts_one_point_per_metric(project: Path) -> None:
-    spec = json.loads(dvc("plots", "show", "--json", cwd=project))["data"]["candidate_vs_base"]
-    values = spec[0]["content"]["data"]["values"]
-    assert len(values) == len(FAMILIES) * len(KS)
-    assert {row["metric"] for row in values} == {f"{f}@{k}" for f in FAMILIES for k in KS}
 
 
 def test_metrics_show_is_the_small_files_only(project: Path) -> None:
