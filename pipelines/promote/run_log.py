@@ -38,6 +38,7 @@ from pipelines.promote.headline import (
     run_metrics,
 )
 from pipelines.promote.provenance import dvc_lock_hashes, git_commit
+from pipelines.promote.readme import finish_readme, read_run_facts
 from pipelines.promote.run_inputs import embedding_signature, log_datasets
 from pipelines.promote.scoring import ScoredModels
 from pipelines.promote.tags import TAG_EVAL_DATA
@@ -207,8 +208,10 @@ def log_run(
     # sentence-transformers writes this text as the saved model's README.md (it reuses a
     # card it loaded unless the model was trained in this process).
     readme = candidate.directory / "README.md"
-    model._model_card_text = model_readme(  # type: ignore[assignment]  # typed as None
-        readme.read_text(encoding="utf-8") if readme.is_file() else None, card
+    # Clean examples and written limitations in place of the library's (pipelines.promote.readme).
+    model._model_card_text = finish_readme(  # type: ignore[assignment]  # typed as None
+        model_readme(readme.read_text(encoding="utf-8") if readme.is_file() else None, card),
+        read_run_facts(paths, candidate.base_model),
     )
     if resume_run_id is not None:
         run_context = mlflow.start_run(run_id=resume_run_id)
