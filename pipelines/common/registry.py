@@ -66,8 +66,10 @@ ALIASES = (CHAMPION, CHALLENGER, PREVIOUS)
 TAG_FINGERPRINT = "fingerprint"
 #: In the MLflow store's folder (``mlruns/``): promotions that share it take turns.
 PROMOTION_LOCK_FILE = "promote.lock"
-#: The experiment tag MLflow 3's UI reads to open an experiment on runs and models rather
-#: than on GenAI traces (the UI's ``ExperimentKind`` values).
+#: The experiment tag that says it holds model training, not GenAI traces (the UI's
+#: ``ExperimentKind`` values). MLflow 3.17's UI takes the kind from its sidebar switch
+#: instead (a new browser starts on GenAI; ``?workflowType=machine_learning`` in the
+#: experiment's URL opens the training view): docs/reports.md says how.
 EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
 MODEL_TRAINING_KIND = "custom_model_development"
 
