@@ -34,6 +34,7 @@ from pipelines.common.registry import (
     promotion_lock,
     tracking_uri,
 )
+from pipelines.common.reporting import round_score
 from pipelines.promote import promotion, run_log
 from pipelines.promote import scoring as promote_scoring
 from pipelines.promote.aliases import rollback, status
@@ -99,16 +100,18 @@ def test_first_promotion_beats_the_base_and_becomes_champion(
     assert folder_digest(candidate_dir) == before  # promotion never touches the candidate
 
     recorded = json.loads((world.root / "metrics" / "promotion.json").read_text())
-    assert recorded["promoted"] is True
+    assert recorded["decision"] == "promoted"
     assert recorded["version"] == "1"
     assert recorded["compared_against"] == "base"
-    assert recorded["candidate"]["mrr@10"] > recorded["base"]["mrr@10"]
     assert recorded["fingerprint"] == model_fingerprint(candidate_dir)
 
-    assert recorded["decision"] == "promoted"
-    assert recorded["candidate_mrr@10"] == pytest.approx(result.decision.candidate["mrr@10"])
-    assert recorded["base_mrr@10"] == pytest.approx(result.decision.other["mrr@10"])
-    assert recorded["champion_mrr@10"] is None and recorded["delta_champion_mrr@10"] is None
+    # The gate's set decided (this world's gate: named); its figures lead, its own.
+    assert recorded["decided_on"] == "named" and next(iter(recorded["sets"])) == "named"
+    named = recorded["sets"]["named"]
+    assert named["candidate"]["mrr@10"] > named["base"]["mrr@10"]
+    assert named["candidate"]["mrr@10"] == round_score(result.decision.candidate["mrr@10"])
+    assert named["base"]["mrr@10"] == round_score(result.decision.other["mrr@10"])
+    assert named["champion"] is None
 
     client = client_of(world)
     version = client.get_model_version(MODEL_NAME, "1")
@@ -143,7 +146,7 @@ def test_first_promotion_beats_the_base_and_becomes_champion(
     assert run.data.params["evaluate.ks"] == "[1, 5, 10]"
     history = client.get_metric_history(run.info.run_id, "train.loss")
     assert [(point.step, point.value) for point in history] == [(5, 0.75), (10, 0.25)]
-    assert run.data.metrics["candidate_mrr_at_10"] == pytest.approx(
+    assert run.data.metrics["named.candidate_mrr_at_10"] == pytest.approx(
         result.decision.candidate["mrr@10"]
     )
     artifacts = world.root / "mlruns" / "artifacts"
@@ -185,10 +188,13 @@ def test_worse_candidate_is_challenger_better_one_takes_over_and_rollback_restor
     assert worse_record["other"]["mrr@10"] > worse_record["candidate"]["mrr@10"]
     worse_run = client.get_run(worse.run_id)
     assert worse_run.data.tags["mathembed.outcome"] == "not promoted"
-    assert worse_run.data.metrics["champion_mrr_at_10"] == pytest.approx(
+    assert worse_run.data.metrics["named.champion_mrr_at_10"] == pytest.approx(
         worse.decision.other["mrr@10"]
     )
-    assert worse_run.data.metrics["delta_champion_mrr_at_10"] < 0
+    assert (
+        worse_run.data.metrics["named.candidate_mrr_at_10"]
+        < worse_run.data.metrics["named.champion_mrr_at_10"]
+    )
     assert worse_tags["compared_version"] == "1"
 
     better = world.promote(world.install_candidate(bow_models.knows_7))
@@ -342,7 +348,7 @@ def test_a_version_is_decided_again_when_the_eval_data_changes_and_registered_on
     assert superseded["eval_data_hash"] == first_data
     assert superseded["decided_at"] == tied.decided_at
     recorded = json.loads((world.root / "metrics" / "promotion.json").read_text())
-    assert recorded["redecided"] is True and recorded["promoted"] is True
+    assert recorded["redecided"] is True and recorded["decision"] == "promoted"
 
     settled = world.promote()  # and on this data it is recorded again
     assert settled.already_registered and settled.promoted and not settled.redecided
@@ -663,7 +669,12 @@ def test_the_command_line_shell_prints_decisions_status_and_refusals(
 
     result = invoke("status")
     assert result.exit_code == 0
-    assert result.stdout.split() == ["champion", "-", "challenger", "-", "previous", "-"]
+    assert result.stdout.splitlines() == [
+        "champion   -",
+        "challenger -",
+        "previous   -",
+        "embedding store: no tables yet",
+    ]
 
     world.install_candidate(bow_models.knows_4)
     result = invoke("promote")
@@ -680,10 +691,11 @@ def test_the_command_line_shell_prints_decisions_status_and_refusals(
     assert invoke("promote").exit_code == 0
     result = invoke("status")
     assert result.exit_code == 0
-    lines = result.stdout.splitlines()[-3:]
+    lines = result.stdout.splitlines()[-4:]
     assert lines[0].startswith("champion   v2") and "mrr@10" in lines[0]
     assert lines[1].split() == ["challenger", "-"]
     assert lines[2].startswith("previous   v1")
+    assert lines[3].startswith("embedding store: ") and lines[3].endswith(" vectors checked, sound")
 
     result = CliRunner().invoke(cli.app, ["rollback", *common, "--reason", "regression"])
     assert result.exit_code == 0
