@@ -41,6 +41,7 @@ from flows.redaction import redact_flow_logs
 from flows.steps import bounded, dvc, log, retry_unless_permanent
 from pipelines.common import io
 from pipelines.common.config import FlowParams, Params, load_params
+from pipelines.common.metric_records import PromotionRecord
 from pipelines.common.paths import Paths
 from pipelines.common.redact import redact
 from pipelines.common.registry import RegistryError, tracking_uri
@@ -163,7 +164,7 @@ def promote(root: Path, params: Params) -> dict[str, Any]:
     promotion = result.as_json()
     create_table_artifact(
         key="promotion",
-        table=promotion_table(promotion, params.promote.significance_metric),
+        table=promotion_table(result.record),
         description=report.splitlines()[0],
     )
     return promotion
@@ -280,6 +281,10 @@ def _announce(root: Path, flow_params: FlowParams, promotion: dict[str, Any]) ->
         return
     flow_run = context.flow_run
     notice = outcome_notice(
-        "nightly-retrain", flow_run.name, str(flow_run.id), promotion, decision_line(root)
+        "nightly-retrain",
+        flow_run.name,
+        str(flow_run.id),
+        PromotionRecord.from_json(promotion),
+        decision_line(root),
     )
     post_webhook(url, notice, get_run_logger())

@@ -25,10 +25,10 @@ from flows.rwlock import RwlockError, recover_rwlock
 from pipelines.common import io
 from pipelines.common.config import PARAMS_FILE, ConfigError, FlowParams
 from pipelines.common.locks import held_lock, since_now
+from pipelines.common.metric_records import PromotionRecord
 from pipelines.common.models import model_fingerprint
 from pipelines.common.paths import MODEL_METADATA_FILE, Paths
 from pipelines.common.redact import redact, redact_url
-from pipelines.common.reporting import read_promotion
 
 #: The DVC stages up to the validated data; train and evaluate follow them.
 DATA_STAGES = ("prepare", "graph", "pairs")
@@ -278,11 +278,10 @@ def decided_fingerprint(promotion_file: Path, tracking_uri: str) -> str | None:
     A decision recorded against another tracking server does not count: this one has
     never seen the candidate. The record holds the URI without its credentials.
     """
-    record = read_promotion(promotion_file)
-    fingerprint = record.get("fingerprint")
-    if not fingerprint or record.get("tracking_uri") != redact_url(tracking_uri):
+    record = PromotionRecord.read(promotion_file)
+    if record is None or not record.fingerprint or record.tracking_uri != redact_url(tracking_uri):
         return None
-    return str(fingerprint)
+    return record.fingerprint
 
 
 def pushed_outputs_digest(paths: Paths, remote: str) -> str | None:

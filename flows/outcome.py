@@ -2,20 +2,18 @@
 artifact ``promotion``), the notice the webhook gets, and the short reason a failed
 night's MLflow record carries.
 
-The numbers come from ``metrics/promotion.json``'s flat headline keys
-(:func:`pipelines.promote.headline.promotion_headline`): ``decision``,
-``candidate_<metric>``, ``base_<metric>``, ``champion_<metric>``, ``delta_champion_<metric>``,
-``delta_base_<metric>``, ``p_value``; read, rounded and labelled as everywhere else
-(:mod:`pipelines.common.reporting`).
+The numbers come from ``metrics/promotion.json``'s record
+(:class:`~pipelines.common.metric_records.PromotionRecord`): each query set's figures, the
+deciding set first, labelled as everywhere else (:mod:`pipelines.common.reporting`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from typing import Any
 
-from pipelines.common.reporting import decision_of, metric_label, round_p_value, round_score
+from pipelines.common.metric_records import PromotionRecord
+from pipelines.common.reporting import metric_label, round_p_value, round_score
 from pipelines.promote.headline import FAILED
 
 #: The longest reason a failed night's record carries (the log has the rest).
@@ -23,27 +21,29 @@ MAX_REASON_CHARS = 300
 _STEP_FAILED = re.compile(r"step '[^']+' failed.*", re.DOTALL)
 
 
-def promotion_table(promotion: Mapping[str, Any], significance_metric: str) -> list[dict[str, Any]]:
-    """One row per metric the rule compared: candidate, base and champion, the gain over
-    what the candidate was compared with, the p-value (on the rule's significance metric's
-    row) and the decision. A side that was not scored (no champion yet) is ``None``."""
-    outcome = decision_of(promotion)
-    against = "champion" if promotion.get("compared_against") == "champion" else "base"
-    metrics = [key.removeprefix("candidate_") for key in promotion if key.startswith("candidate_")]
+def promotion_table(promotion: PromotionRecord) -> list[dict[str, Any]]:
+    """One row per query set and metric the rule compared, the deciding set first, every
+    number in a row on that row's set: candidate, base and champion, the gain over what the
+    candidate was compared with, the p-value (on the significance metric's row) and the
+    decision. A side that was not scored (no champion yet) is ``None``."""
+    against = promotion.compared_against
     rows = []
-    for metric in metrics:
-        p_value = promotion.get("p_value") if metric == significance_metric else None
-        rows.append(
-            {
-                "metric": metric_label(metric),
-                "candidate": _rounded(promotion.get(f"candidate_{metric}")),
-                "base": _rounded(promotion.get(f"base_{metric}")),
-                "champion": _rounded(promotion.get(f"champion_{metric}")),
-                f"gain over {against}": _rounded(promotion.get(f"delta_{against}_{metric}")),
-                "p": _significant(p_value),
-                "decision": outcome,
-            }
-        )
+    for found in promotion.sets:
+        for metric, value in found.candidate.items():
+            tested = metric == promotion.significance_metric
+            rows.append(
+                {
+                    "query set": found.query_set,
+                    "queries": found.queries,
+                    "metric": metric_label(metric),
+                    "candidate": round_score(value),
+                    "base": _rounded(found.base.get(metric)),
+                    "champion": _rounded((found.champion or {}).get(metric)),
+                    f"gain over {against}": found.delta(metric, against),
+                    "p": round_p_value(found.p_value) if tested else None,
+                    "decision": promotion.decision,
+                }
+            )
     return rows
 
 
@@ -51,7 +51,7 @@ def outcome_notice(
     flow_name: str,
     flow_run_name: str,
     flow_run_id: str,
-    promotion: Mapping[str, Any],
+    promotion: PromotionRecord,
     decision_line: str,
 ) -> dict[str, Any]:
     """What the webhook gets after a promotion decision; the failure report's keys, plus
@@ -61,11 +61,11 @@ def outcome_notice(
         "flow_run": flow_run_name,
         "flow_run_id": flow_run_id,
         "state": "Completed",
-        "outcome": decision_of(promotion),
+        "outcome": promotion.decision,
         "step": None,
         "message": decision_line,
-        "version": promotion.get("version"),
-        "reason": promotion.get("reason"),
+        "version": promotion.version,
+        "reason": promotion.reason,
     }
 
 
@@ -83,9 +83,5 @@ def failure_reason(message: str) -> str:
     return reason
 
 
-def _rounded(value: Any) -> float | None:
-    return round_score(value) if isinstance(value, int | float) else None
-
-
-def _significant(value: Any) -> float | None:
-    return round_p_value(value) if isinstance(value, int | float) else None
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round_score(value)

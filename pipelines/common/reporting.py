@@ -7,15 +7,13 @@ the night's table agree:
 * metric names: the key ``mrr@10`` (``metrics_rs``'s, in every file) is shown as the label
   ``MRR@10`` (``Recall@100``, ``Hit@10``...), a family heading a figure's panel by its
   title (``Hit rate``), and spelled ``mrr_at_10`` in MLflow, whose keys may not hold "@";
-* the decision: ``metrics/promotion.json`` (written by ``mathembed promote``), read here by
-  every reader.
+* the decision: ``metrics/promotion.json`` (written by ``mathembed promote``; its record,
+  :class:`pipelines.common.metric_records.PromotionRecord`, is how every reader reads it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -103,19 +101,3 @@ NOT_PROMOTED = "not promoted"
 def promotion_file(paths: Paths) -> Path:
     """``metrics/promotion.json``: the last decision, as ``mathembed promote`` wrote it."""
     return paths.metric_file("promotion")
-
-
-def read_promotion(path: Path) -> dict[str, Any]:
-    """The decision recorded in ``path`` (:func:`promotion_file`); empty when there is none
-    (no promotion yet) or it cannot be read."""
-    from pipelines.common import io  # pandas: only for the readers of files
-
-    return io.read_json_object(path)
-
-
-def decision_of(promotion: Mapping[str, Any]) -> str:
-    """``promoted`` or ``not promoted`` (older records have only the ``promoted`` flag)."""
-    decision = promotion.get("decision")
-    if decision in (PROMOTED, NOT_PROMOTED):
-        return str(decision)
-    return PROMOTED if promotion.get("promoted") else NOT_PROMOTED

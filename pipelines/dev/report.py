@@ -1,10 +1,13 @@
 """What the last run did and why, for a person: ``mathembed report``.
 
 The first line is the decision (promoted, not promoted, or no decision yet and why), from
-``metrics/promotion.json`` (written by ``mathembed promote``) and ``metrics/headline.json``
-(the evaluate stage's headline); then one line per stage with its counts, rounded, from
-the stages' metrics files; then where the reports are. It reads files only and changes
-nothing; a missing file is said, not an error. The p-value appears once, on the first line.
+``metrics/promotion.json`` (written by ``mathembed promote``) and ``metrics/<set>.json``
+(the evaluate stage's headline per query set), every number of a comparison from one
+set, named beside it: the deciding set first, each other set on a line of its own. Then
+one line per stage with its counts, rounded, from the stages' metrics files; then where
+the reports are. It reads files only, through their records
+(:mod:`pipelines.common.metric_records`), and changes nothing; a missing file is said, not
+an error.
 """
 
 from __future__ import annotations
@@ -13,22 +16,23 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pipelines.common import io
+from pipelines.common.metric_records import (
+    UNRECORDED,
+    EvalRecord,
+    PromotionRecord,
+    SetFigures,
+    SetHeadline,
+)
 from pipelines.common.paths import Paths
 from pipelines.common.reporting import (
-    PROMOTED,
-    decision_of,
     format_delta,
     format_p_value,
     format_score,
     metric_label,
     promotion_file,
-    read_promotion,
 )
 from pipelines.common.tables import QUERY_SETS
 from pipelines.validate.summaries import quality_lines, read_quality_record
-
-#: The metrics a decision line shows, the first on the first line.
-DECISION_METRICS = ("mrr@10", "ndcg@10")
 
 # --------------------------------------------------------------------------- values
 
@@ -51,18 +55,10 @@ def _number(value: Any) -> str:
 # --------------------------------------------------------------------------- decision
 
 
-def _side_score(promotion: Mapping[str, Any], side: str, metric: str) -> float | None:
-    """A side's score: the flat ``<side>_<metric>`` key, else the nested ``<side>.<metric>``."""
-    score = promotion.get(f"{side}_{metric}")
-    if score is None and isinstance(promotion.get(side), Mapping):
-        score = promotion[side].get(metric)
-    return float(score) if isinstance(score, int | float) and not isinstance(score, bool) else None
-
-
 def _comparison(
-    candidate: float | None, other: float | None, side: str, metric: str, p_text: str | None
+    candidate: float, other: float | None, side: str, metric: str, p_text: str | None
 ) -> str | None:
-    if candidate is None or other is None:
+    if other is None:
         return None
     detail = format_delta(candidate - other) + (f", {p_text}" if p_text else "")
     return (
@@ -71,76 +67,91 @@ def _comparison(
     )
 
 
-def _promotion_is_current(promotion: Mapping[str, Any], train: Mapping[str, Any]) -> bool:
+def _set_comparisons(
+    candidate: Mapping[str, float],
+    other: Mapping[str, float],
+    side: str,
+    p_value: float | None,
+) -> list[str]:
+    """One set's comparisons, metric by metric; the p-value (on the first) when tested."""
+    found = [
+        _comparison(
+            value,
+            other.get(metric),
+            side,
+            metric,
+            format_p_value(p_value) if index == 0 and p_value is not None else None,
+        )
+        for index, (metric, value) in enumerate(candidate.items())
+    ]
+    return [comparison for comparison in found if comparison]
+
+
+def _on(figures: SetFigures | SetHeadline) -> str:
+    if figures.query_set == UNRECORDED:  # a record from before decisions named their set
+        return "on the set it was decided on"
+    return f"on the {figures.query_set} set ({figures.queries} queries)"
+
+
+def _promotion_is_current(promotion: PromotionRecord, train: Mapping[str, Any]) -> bool:
     """Whether the decision is about the candidate train last wrote (same fingerprint)."""
-    decided, trained = promotion.get("fingerprint"), train.get("fingerprint")
+    decided, trained = promotion.fingerprint, train.get("fingerprint")
     return not decided or not trained or decided == trained
 
 
 def decision_lines(
-    promotion: Mapping[str, Any] | None,
-    headline: Mapping[str, Any] | None,
+    promotion: PromotionRecord | None,
+    headlines: Sequence[SetHeadline],
     train: Mapping[str, Any],
 ) -> list[str]:
     """The decision first, then its reason and where it is recorded."""
     if promotion and _promotion_is_current(promotion, train):
         return _decided(promotion)
-    lines = [_undecided(headline, promotion)]
+    lines = [_undecided(headlines, promotion)]
     if promotion:
         lines.append(
-            f"  the last decision, for an earlier candidate (v{promotion.get('version', '?')}), "
-            f"was: {decision_of(promotion)}"
+            f"  the last decision, for an earlier candidate (v{promotion.version or '?'}), "
+            f"was: {promotion.decision}"
         )
     return lines
 
 
-def _decided(promotion: Mapping[str, Any]) -> list[str]:
-    decision = decision_of(promotion)
-    model = f"{promotion.get('registered_model', 'the model')} v{promotion.get('version', '?')}"
-    side = str(promotion.get("compared_against") or "champion")
-    p_value = promotion.get("p_value")
-    comparisons = [
-        _comparison(
-            _side_score(promotion, "candidate", metric),
-            _side_score(promotion, side, metric),
-            side,
-            metric,
-            format_p_value(p_value) if index == 0 and p_value is not None else None,
-        )
-        for index, metric in enumerate(DECISION_METRICS)
-    ]
-    first, *rest = comparisons
-    if decision == PROMOTED:
+def _decided(promotion: PromotionRecord) -> list[str]:
+    """The deciding set's figures on the first line (its other metrics on the next), then
+    each other set on a line of its own: no line compares numbers from two sets."""
+    model = f"{promotion.registered_model or 'the model'} v{promotion.version or '?'}"
+    side = promotion.compared_against
+    if promotion.promoted:
         head = f"Promoted {model} to @champion"
     else:
         head = f"Not promoted: {model} stays @challenger"
-    lines = [f"{head}: {first}" if first else head]
-    lines.extend(f"  {comparison}" for comparison in rest if comparison)
-    if promotion.get("reason"):
-        lines.append(f"  why: {promotion['reason']}")
-    recorded = [f"decided {promotion['decided_at']}"] if promotion.get("decided_at") else []
-    if promotion.get("run_id"):
-        recorded.append(f"MLflow run {promotion['run_id']}")
+    lines = [head]
+    for index, figures in enumerate(promotion.sets):
+        comparisons = _set_comparisons(figures.candidate, figures.side(side), side, figures.p_value)
+        if index == 0:
+            first = f": {comparisons[0]}" if comparisons else ""
+            lines = [f"{head} {_on(figures)}{first}"]
+            lines.extend(f"  {comparison}" for comparison in comparisons[1:])
+        elif comparisons:
+            lines.append(f"  {_on(figures)}: {', '.join(comparisons)}")
+    if promotion.reason:
+        lines.append(f"  why: {promotion.reason}")
+    recorded = [f"decided {promotion.decided_at}"] if promotion.decided_at else []
+    if promotion.run_id:
+        recorded.append(f"MLflow run {promotion.run_id}")
     if recorded:
         lines.append(f"  {', '.join(recorded)}")
     return lines
 
 
-def _undecided(headline: Mapping[str, Any] | None, promotion: Mapping[str, Any] | None) -> str:
-    if not headline:
-        return (
-            "No decision yet: no metrics/headline.json (run `make repro`, then `mathembed promote`)"
-        )
-    metric = DECISION_METRICS[0]
-    comparison = _comparison(
-        headline.get(f"candidate_{metric}"),
-        headline.get(f"base_{metric}"),
-        "base",
-        metric,
-        format_p_value(headline.get(f"p_{metric}")),
-    )
+def _undecided(headlines: Sequence[SetHeadline], promotion: PromotionRecord | None) -> str:
+    if not headlines:
+        return "No decision yet: no metrics/named.json (run `make repro`, then `mathembed promote`)"
+    first = headlines[0]
+    comparisons = _set_comparisons(first.candidate, first.base, "base", first.p_value)
     why = "this candidate has not been through" if promotion else "run"
-    return f"No decision yet ({why} `mathembed promote`): {comparison or 'no scores'}"
+    shown = f"{_on(first)}: {comparisons[0]}" if comparisons else "no scores"
+    return f"No decision yet ({why} `mathembed promote`): {shown}"
 
 
 # --------------------------------------------------------------------------- stages
@@ -229,48 +240,38 @@ def stage_line(name: str, metrics: Mapping[str, Any] | None, parts: Sequence[Par
     return f"  {name:<9} {', '.join(said) if said else 'done'}"
 
 
-def evaluate_line(headline: Mapping[str, Any] | None, evaluation: Mapping[str, Any]) -> str:
-    """Candidate and base at the full dimension; the p-value is on the decision line."""
-    if headline is None:
+def evaluate_line(headlines: Sequence[SetHeadline], evaluation: EvalRecord | None) -> str:
+    """The evaluation's scope; each set's scores are on the lines after."""
+    if evaluation is None:
         return stage_line("evaluate", None, ())
-    scope = [f"{headline.get('queries', '?')} held-out queries"]
-    if "corpus_size" in evaluation:
-        scope.append(f"{evaluation['corpus_size']} passages")
-    if "primary_dim" in evaluation:
-        scope.append(f"dim {evaluation['primary_dim']}")
-    models = []
-    for model in ("candidate", "base"):
-        scores = [
-            f"{metric_label(metric)} {_number(headline[f'{model}_{metric}'])}"
-            for metric in DECISION_METRICS
-            if isinstance(headline.get(f"{model}_{metric}"), int | float)
-        ]
-        if scores:
-            models.append(f"{model} {' '.join(scores)}")
-    return f"  {'evaluate':<9} {', '.join(scope)}: {'; '.join(models)}"
+    queries = ", ".join(f"{found.queries} {found.query_set}" for found in headlines)
+    return (
+        f"  {'evaluate':<9} {evaluation.corpus_size} passages, dim {evaluation.primary_dim}, "
+        f"held-out queries: {queries or evaluation.n_queries}"
+    )
 
 
-def set_lines(evaluation: Mapping[str, Any]) -> list[str]:
-    """One line per evaluation set: its size, how often its words give it away, and MRR@10
-    of the candidate, the base model and BM25 side by side, with the candidate's p."""
-    lines = []
-    sets = evaluation.get("sets", {})
-    for name in (name for name in QUERY_SETS if name in sets):
-        block = sets[name]
-        if not block.get("n_queries"):
+def set_lines(evaluation: EvalRecord | None, metric: str) -> list[str]:
+    """One line per evaluation set: its size, how often its words give it away, and
+    ``metric`` of the candidate, the base model and BM25 side by side, with the candidate's
+    p against the base."""
+    lines: list[str] = []
+    if evaluation is None:
+        return lines
+    for name in (name for name in QUERY_SETS if name in evaluation.sets):
+        block = evaluation.sets[name]
+        if not block.n_queries:
             lines.append(f"    {name:<9} no queries")
             continue
-        scores = block.get("scores", {})
-        metric = DECISION_METRICS[0]
         shown = ", ".join(
-            f"{row} {_number(scores[row][metric])}"
+            f"{row} {_number(block.scores[row][metric])}"
             for row in ("candidate", "base", "bm25")
-            if metric in scores.get(row, {})
+            if metric in block.scores.get(row, {})
         )
-        p_value = format_p_value(block.get("p_value", {}).get("base"))
+        p_value = format_p_value(block.p_value.get("base"))
         lines.append(
-            f"    {name:<9} {block['n_queries']} queries, "
-            f"{block.get('words_in_relevant', 0):.0%} with their words in a relevant passage: "
+            f"    {name:<9} {block.n_queries} queries, "
+            f"{block.words_in_relevant:.0%} with their words in a relevant passage: "
             f"{metric_label(metric)} {shown} (candidate vs base {p_value})"
         )
     return lines
@@ -294,18 +295,23 @@ def _read(paths: Paths, stem: str) -> dict[str, Any] | None:
 
 def render_report(paths: Paths) -> str:
     """The report; its first line is the decision (see the module docstring)."""
-    headline = _read(paths, "headline")
+    headlines = [
+        found for found in SetHeadline.read_all(paths.metrics, QUERY_SETS) if found.queries
+    ]
     train = _read(paths, "train") or {}
-    lines = decision_lines(read_promotion(promotion_file(paths)), headline, train)
+    promotion = PromotionRecord.read(promotion_file(paths))
+    lines = decision_lines(promotion, headlines, train)
     lines.append("What ran:")
     for name, stem, parts in STAGE_LINES:
         metrics = _read(paths, stem)
         lines.append(stage_line(name, metrics, parts))
         if name == "validate" and (record := read_quality_record(metrics or {})):
             lines.extend(f"    {line}" for line in quality_lines(record))
-    evaluation = _read(paths, "eval") or {}
-    lines.append(evaluate_line(headline, evaluation))
-    lines.extend(set_lines(evaluation))
+    evaluated = _read(paths, "eval")
+    evaluation = EvalRecord.from_json(evaluated) if evaluated else None
+    lines.append(evaluate_line(headlines, evaluation))
+    metric = next(iter(headlines[0].candidate), "mrr@10") if headlines else "mrr@10"
+    lines.extend(set_lines(evaluation, metric))
     lines.append("Reports:")
     lines.extend(f"  {where}" for where in REPORTS)
     return "\n".join(lines)

@@ -39,7 +39,7 @@ def evaluate(
 
     Scores models/candidate/ against its base model on the validated held-out queries
     (data/validated/{chunks,queries,qrels}.parquet) at every Matryoshka dimension; writes
-    metrics/headline.json (the DVC metric), metrics/eval.json (every score),
+    metrics/<set>.json (the DVC metrics: named, masked, described), metrics/eval.json (every score),
     metrics/eval_per_query.parquet and reports/eval/ (metrics.csv, plot data, figures).
     """
     from pipelines.common.candidate_metadata import BaseModelSpec, recorded_base_model
@@ -47,7 +47,6 @@ def evaluate(
     from pipelines.common.paths import Paths
     from pipelines.common.reporting import format_p_value, format_score
     from pipelines.evaluate.headline import PairedTest
-    from pipelines.evaluate.reports import headline_metrics
     from pipelines.evaluate.stage import EvalOutputs, run_evaluate
 
     log_progress()  # the embedding's progress reaches dvc's output and the flow log
@@ -66,21 +65,32 @@ def evaluate(
             base_model=recorded
             or BaseModelSpec(train.base_model, train.pooling, train.max_seq_length),
             outputs=EvalOutputs.default(paths, figures=not no_figures),
-            # promote's test settings: the headline's p-value is the one promotion sees.
-            paired_test=PairedTest(promote.test_method, promote.n_resamples, promote.seed),
+            # promote's test settings and metrics: the headlines' p-values are the ones
+            # promotion sees.
+            paired_test=PairedTest(
+                promote.test_method,
+                promote.n_resamples,
+                promote.seed,
+                promote.significance_metric,
+            ),
+            metrics=promote.metrics,
             progress=sys.stderr.isatty(),
         )
-    summary, headline = report.summary, report.headline
-    parts = [
-        f"{metric} {format_score(headline[f'candidate_{metric}'])} vs base "
-        f"{format_score(headline[f'base_{metric}'])} "
-        f"({format_p_value(headline[f'p_{metric}'])})"
-        for metric in headline_metrics(summary["ks"])
-    ]
+    summary = report.summary
     typer.echo(
-        f"evaluate: {summary['n_queries']} queries, {summary['corpus_size']} passages, "
-        f"dims {summary['dims']}; at {summary['primary_dim']}: " + "; ".join(parts)
+        f"evaluate: {summary['corpus_size']} passages, dims {summary['dims']}; at "
+        f"{summary['primary_dim']}, candidate vs base on each set:"
     )
+    for found in report.headlines:
+        scores = ", ".join(
+            f"{metric} {format_score(value)} vs {format_score(found.base[metric])}"
+            for metric, value in found.candidate.items()
+            if metric in found.base
+        )
+        typer.echo(
+            f"  {found.query_set} ({found.queries} queries): {scores} "
+            f"({format_p_value(found.p_value)})"
+        )
 
 
 def register(app: typer.Typer) -> None:

@@ -15,12 +15,15 @@ the candidate's ``matryoshka_dims``, plus always its full dimension; cut-offs in
 
 Outputs:
 
-``metrics/headline.json`` (the stage's DVC metric): candidate and base MRR@10 and NDCG@10
-at the full dimension, their deltas and paired-test p-values, rounded
-(:mod:`pipelines.evaluate.headline`).
+``metrics/<set>.json`` (the DVC metrics, one file per query set: named.json, masked.json,
+described.json): the candidate's and the base model's scores on the headline metrics
+(``promote.metrics``) at the full dimension and the paired test's p, every number on that
+set's queries (:class:`~pipelines.common.metric_records.SetHeadline`, from eval.json's
+``sets``).
 
-``metrics/eval.json`` (every score; in git, a DVC output but not a DVC metric: its 900
-values would drown ``dvc metrics show``)::
+``metrics/eval.json`` (every score, :class:`~pipelines.common.metric_records.EvalRecord`;
+in git, a DVC output but not a DVC metric: its 900 values would drown
+``dvc metrics show``)::
 
     {"corpus_size": 447, "n_queries": 20, "queries_without_relevant": 0,
      "ks": [1, 5, 10, 100], "dims": [384, 256, 128, 64], "primary_dim": 384,
@@ -76,19 +79,14 @@ from pipelines.common.candidate_metadata import (
 )
 from pipelines.common.config import EvaluateParams
 from pipelines.common.lexical import save_lexical_index
+from pipelines.common.metric_records import EvalRecord, SetHeadline
 from pipelines.common.paths import MODEL_METADATA_FILE, Paths
-from pipelines.common.reporting import round_p_value
+from pipelines.common.reporting import round_p_value, round_score
 from pipelines.common.tables import QUERY_SETS
 from pipelines.common.vector_store import EmbeddingStore, open_store
 from pipelines.evaluate.eval_set import NAMED, SUBSETS, EvalSet, load_eval_set
-from pipelines.evaluate.headline import (
-    TABLE_FILE,
-    PairedTest,
-    headline,
-    metrics_table,
-    write_headline,
-)
-from pipelines.evaluate.reports import write_reports
+from pipelines.evaluate.headline import TABLE_FILE, PairedTest, metrics_table
+from pipelines.evaluate.reports import headline_metrics, write_reports
 from pipelines.evaluate.scoring import (
     LEXICAL_DIM,
     SubsetScores,
@@ -144,7 +142,8 @@ class EvalOutputs:
     """
 
     metrics_file: Path
-    headline_file: Path
+    #: ``metrics/``: each set's headline is its ``<set>.json``.
+    metrics_dir: Path
     per_query_file: Path
     reports_dir: Path
     figures: bool = True
@@ -153,7 +152,7 @@ class EvalOutputs:
     def default(cls, paths: Paths, *, figures: bool = True) -> EvalOutputs:
         return cls(
             metrics_file=paths.metric_file("eval"),
-            headline_file=paths.metric_file("headline"),
+            metrics_dir=paths.metrics,
             per_query_file=paths.metrics / "eval_per_query.parquet",
             reports_dir=paths.eval_reports,
             figures=figures,
@@ -162,11 +161,11 @@ class EvalOutputs:
 
 @dataclass(frozen=True)
 class EvalReport:
-    """What a run produced: the eval.json and headline.json contents, the per-query table,
-    where it wrote."""
+    """What a run produced: the eval.json content, each set's headline, the per-query
+    table, where it wrote."""
 
     summary: dict[str, Any]
-    headline: dict[str, Any]
+    headlines: list[SetHeadline]
     per_query: pd.DataFrame
     outputs: EvalOutputs
     figures: list[Path]
@@ -208,14 +207,17 @@ def run_evaluate(
     extra_models: Mapping[str, Path] | None = None,
     outputs: EvalOutputs | None = None,
     paired_test: PairedTest | None = None,
+    metrics: Sequence[str] | None = None,
     progress: bool = True,
 ) -> EvalReport:
     """Score the candidate, its base model and ``extra_models`` on the validated eval set.
 
     ``base_model`` defaults to the one the candidate recorded in its ``mathembed.json``;
     ``extra_models`` maps a name (``champion``) to a saved model folder; ``paired_test``
-    gives the headline its p-values (None: null). Writes eval.json, headline.json, the
-    per-query table and the reports (see the module docstring) atomically.
+    gives the headlines their p-values (None: null); ``metrics`` are the headline metrics
+    (``promote.metrics``; by default MRR and NDCG at 10, or at max(ks) on a tiny corpus).
+    Writes eval.json, each set's headline, the per-query table and the reports (see the
+    module docstring) atomically.
     """
     started_total = time.perf_counter()
     timer = Timer()
@@ -275,8 +277,15 @@ def run_evaluate(
     )
     if store is None:
         summary["embedding_store"] = None
+    metrics = list(metrics or headline_metrics(params.ks))
     summary["sets"] = sets_block(
-        eval_set, scores, lexical, dims_of, primary_dim=candidate_dims[0], test=paired_test
+        eval_set,
+        scores,
+        lexical,
+        dims_of,
+        primary_dim=candidate_dims[0],
+        test=paired_test,
+        metrics=[*metrics, *(metric for metric in SET_METRICS if metric not in metrics)],
     )
     per_query = per_query_frame(eval_set, scores)
     started = time.perf_counter()
@@ -290,10 +299,17 @@ def run_evaluate(
         **{phase: round(seconds, 4) for phase, seconds in timer.seconds.items()},
         "total": round(time.perf_counter() - started_total, 4),
     }
-    io.write_json(outputs.metrics_file, summary)
-    headline_values = headline(summary, per_query, paired_test)
-    write_headline(outputs.headline_file, headline_values)
-    return EvalReport(summary, headline_values, per_query, outputs, figures)
+    record = EvalRecord.from_json(summary)
+    io.write_json(outputs.metrics_file, record.to_json())
+    p_metric = paired_test.metric if paired_test else metrics[0]
+    headlines = record.headlines(metrics, p_metric)
+    for found in headlines:
+        io.write_json(
+            SetHeadline.path(outputs.metrics_dir, found.query_set),
+            found.to_json(),
+            sort_keys=False,
+        )
+    return EvalReport(record.to_json(), headlines, per_query, outputs, figures)
 
 
 def store_use_of(model: str, before: tuple[int, int], store: EmbeddingStore) -> dict[str, Any]:
@@ -314,7 +330,7 @@ def store_use_of(model: str, before: tuple[int, int], store: EmbeddingStore) -> 
 
 
 def _rounded(metrics: Mapping[str, float]) -> dict[str, float]:
-    return {name: round(value, 6) for name, value in metrics.items()}
+    return {name: round_score(value) for name, value in metrics.items()}
 
 
 def _model_block(
@@ -336,7 +352,7 @@ def _delta_block(blocks: Mapping[str, dict[str, dict[str, float]]]) -> dict[str,
             continue
         delta[reference] = {
             dim: {
-                metric: round(candidate[dim][metric] - value, 6)
+                metric: round_score(candidate[dim][metric] - value)
                 for metric, value in metrics.items()
                 if metric in candidate[dim]
             }
@@ -394,6 +410,7 @@ def sets_block(
     *,
     primary_dim: int,
     test: PairedTest | None,
+    metrics: Sequence[str] = SET_METRICS,
 ) -> dict[str, Any]:
     """Each set side by side at the candidate's full dimension: its size, the share of its
     queries whose words occur in a relevant passage, every model's and BM25's scores, the
@@ -416,15 +433,16 @@ def sets_block(
             "n_queries": n_queries,
             "words_in_relevant": round(eval_set.words_in_relevant(query_set), 4),
             "scores": {
-                row: {
-                    metric: round(values[metric], 6) for metric in SET_METRICS if metric in values
-                }
+                row: {metric: round_score(values[metric]) for metric in metrics if metric in values}
                 for row, values in rows.items()
             },
             "delta": {
                 row: {
-                    metric: round(candidate[metric] - values[metric], 6)
-                    for metric in SET_METRICS
+                    # from the rounded scores: the file's numbers add up
+                    metric: round_score(
+                        round_score(candidate[metric]) - round_score(values[metric])
+                    )
+                    for metric in metrics
                     if metric in values and metric in candidate
                 }
                 for row, values in rows.items()
@@ -442,12 +460,12 @@ def sets_block(
 def _p_value(
     candidate: Mapping[str, Any], other: Mapping[str, Any], test: PairedTest | None
 ) -> float | None:
-    """The paired test's p on per-query MRR@10 (the gate's metric), rounded."""
-    if test is None or "mrr@10" not in candidate or "mrr@10" not in other:
+    """The paired test's p on the per-query ``test.metric`` (the gate's), rounded."""
+    if test is None or test.metric not in candidate or test.metric not in other:
         return None
     p_value = paired_test_p_value(
-        candidate["mrr@10"],
-        other["mrr@10"],
+        candidate[test.metric],
+        other[test.metric],
         method=test.method,
         n_resamples=test.n_resamples,
         seed=test.seed,

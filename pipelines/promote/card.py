@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipelines.common.metric_records import UNRECORDED, SetFigures
 from pipelines.common.reporting import format_delta, format_p_value, format_score, metric_label
 from pipelines.promote.decision import Decision
 
@@ -37,9 +38,9 @@ class CardFacts:
     registered_model: str
     fingerprint: str
     decision: Decision
-    base_scores: Mapping[str, float]
+    #: Each set's figures, the deciding set first.
+    figures: tuple[SetFigures, ...]
     compared_version: str | None
-    queries: int
     relevance_scope: str
     base_model: str
     training_data_hash: str | None
@@ -63,8 +64,9 @@ def decision_line(facts: CardFacts, version: str | None = None) -> str:
         else "the base model"
     )
     first = next(iter(decision.deltas), None)
+    where = "" if decision.query_set == UNRECORDED else f" on the {decision.query_set} set"
     numbers = (
-        f": {metric_label(first)} {format_score(decision.candidate[first])} vs "
+        f"{where}: {metric_label(first)} {format_score(decision.candidate[first])} vs "
         f"{format_score(decision.other[first])} "
         f"({format_delta(decision.deltas[first])}{_p(decision)})"
         if first is not None
@@ -78,24 +80,38 @@ def decision_line(facts: CardFacts, version: str | None = None) -> str:
 def model_card(facts: CardFacts, version: str | None = None) -> str:
     """The markdown card (see the module docstring)."""
     decision = facts.decision
-    champion = decision.other if decision.compared_against == "champion" else {}
-    header = "| metric | candidate | base model |" + (
+    champion = any(found.champion is not None for found in facts.figures)
+    header = "| query set | queries | metric | candidate | base model |" + (
         f" champion v{facts.compared_version} |" if champion else ""
     )
-    rule = "| --- | --- | --- |" + (" --- |" if champion else "")
+    rule = "| --- | --- | --- | --- | --- |" + (" --- |" if champion else "")
     rows = []
-    for metric, value in decision.candidate.items():
-        base = facts.base_scores.get(metric)
-        cells = [metric_label(metric), format_score(value), _versus(value, base)]
-        if champion:
-            cells.append(_versus(value, champion.get(metric)))
-        rows.append("| " + " | ".join(cells) + " |")
+    for found in facts.figures:  # every number in a row is on that row's set
+        for metric, value in found.candidate.items():
+            cells = [
+                found.query_set,
+                str(found.queries),
+                metric_label(metric),
+                format_score(value),
+                _versus(value, found.base.get(metric)),
+            ]
+            if champion:
+                cells.append(_versus(value, (found.champion or {}).get(metric)))
+            rows.append("| " + " | ".join(cells) + " |")
+    deciding = facts.figures[0] if facts.figures else None
+    queries = (
+        f"the {deciding.queries} held-out queries of the {deciding.query_set} set (it "
+        "decided), then each other set's"
+        if deciding is not None
+        else "the held-out queries"
+    )
     alias = "champion" if decision.promote else "challenger"
     load_uri = (
         f"models:/{facts.registered_model}/{version}"
         if version
         else f"models:/{facts.registered_model}@{alias}"
     )
+    sets = ", ".join(f"{found.query_set} ({found.queries} queries)" for found in facts.figures)
     relevance = RELEVANCE_RULES.get(facts.relevance_scope, facts.relevance_scope)
     corpus = f" over {facts.corpus_passages} passages" if facts.corpus_passages is not None else ""
     pairs = f"{facts.pairs} pairs" if facts.pairs is not None else "pairs"
@@ -111,8 +127,8 @@ def model_card(facts: CardFacts, version: str | None = None) -> str:
 
 ## Scores
 
-Mean over {facts.queries} held-out queries{significance}; in brackets: candidate minus that
-model.
+Mean over {queries}{significance}; in brackets: candidate minus that model on the
+same set.
 
 {header}
 {rule}
@@ -120,8 +136,8 @@ model.
 
 ## Evaluation set
 
-- {facts.queries} queries, one per held-out concept: concepts whose names, aliases and
-  descriptions were never training anchors{corpus}.
+- Query sets: {sets}; the queries are about held-out concepts: concepts whose names,
+  aliases and descriptions were never training anchors{corpus}.
 - Relevant passages (`pairs.qrels_scope = {facts.relevance_scope}`): {relevance}.
 - Data: `data/validated/` queries, qrels and chunks (DVC md5 `{facts.eval_dvc_md5 or "n/a"}`).
 

@@ -32,6 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pipelines.common.config import PromoteParams
+from pipelines.common.metric_records import UNRECORDED, SetFigures
 from pipelines.common.reporting import format_delta, format_p_value, format_score
 
 Side = Literal["champion", "base"]
@@ -68,9 +69,10 @@ class Decision:
     """The outcome of :func:`decide`.
 
     ``deltas`` maps each rule metric to ``candidate - other``; ``candidate`` and
-    ``other`` hold the two sides' means of the rule metrics. ``p_value`` comes from the
-    paired test on ``rule.significance_metric`` whenever both sides have per-query values
-    for it (reported even when the gate is off), else ``None``.
+    ``other`` hold the two sides' means of the rule metrics, both on ``query_set``'s
+    queries. ``p_value`` comes from the paired test on ``rule.significance_metric``
+    whenever both sides have per-query values for it (reported even when the gate is
+    off), else ``None``.
     """
 
     promote: bool
@@ -80,6 +82,9 @@ class Decision:
     deltas: dict[str, float]
     candidate: dict[str, float]
     other: dict[str, float]
+    #: The query set every number above comes from (the caller names it: :func:`decide`
+    #: sees only scores).
+    query_set: str = UNRECORDED
 
 
 def decide(
@@ -323,11 +328,14 @@ def decide_on_meaning(
     winners = sorted((name for name, found in decided.items() if found.promote), key=p_of)
     if winners:
         chosen = decided[winners[0]]
-        decision = dataclasses.replace(chosen, reason=f"on the {winners[0]} set: {chosen.reason}")
+        decision = dataclasses.replace(
+            chosen, reason=f"on the {winners[0]} set: {chosen.reason}", query_set=winners[0]
+        )
     else:
         first = decided[tried[0]]
         decision = dataclasses.replace(
             first,
+            query_set=tried[0],
             reason=f"not promoted over the {first.compared_against}: no meaning set shows a "
             f"significant gain (each needs p < {share.alpha:g}, alpha split over "
             f"{len(tried)} sets): "
@@ -337,3 +345,39 @@ def decide_on_meaning(
     for name in guarded_sets:
         decision = guard_named(decision, candidate[name], other[name], rule, name)
     return decision
+
+
+def set_figures(
+    decision: Decision, sets: Mapping[str, Mapping[str, Scores]], rule: PromoteParams
+) -> tuple[SetFigures, ...]:
+    """The decision's figures, one :class:`SetFigures` per set the candidate was scored
+    on, the deciding set (``decision.query_set``) first: each side's rule metrics on that
+    set's queries and the paired test's p of the candidate against the side compared.
+    ``sets`` maps a side (``candidate``, ``base``, ``champion``) to set -> scores."""
+    candidate_sets = sets.get("candidate", {})
+    order = [decision.query_set, *(name for name in candidate_sets if name != decision.query_set)]
+    figures = []
+    for name in order:
+        if name not in candidate_sets or not candidate_sets[name].query_ids:
+            continue
+        candidate = candidate_sets[name]
+        base = sets["base"][name]
+        champion = sets["champion"][name] if "champion" in sets else None
+        compared = champion if decision.compared_against == "champion" else base
+        figures.append(
+            SetFigures(
+                query_set=name,
+                queries=len(candidate.query_ids),
+                candidate=_rule_means(candidate, rule),
+                base=_rule_means(base, rule),
+                champion=None if champion is None else _rule_means(champion, rule),
+                p_value=None if compared is None else _p_value(candidate, compared, rule),
+            )
+        )
+    return tuple(figures)
+
+
+def _rule_means(scores: Scores, rule: PromoteParams) -> dict[str, float]:
+    return {
+        metric: float(scores.means[metric]) for metric in rule.metrics if metric in scores.means
+    }

@@ -34,10 +34,11 @@ def format_promotion(result: PromotionResult) -> str:
     lines = [
         f"{result.registered_model} v{result.version} {outcome}{again}",
         f"  compared with {against}: {decision.reason}",
+        f"  on the {decision.query_set} set:",
     ]
     for metric, delta in decision.deltas.items():
         lines.append(
-            f"  {metric}: candidate {format_score(decision.candidate[metric])}  "
+            f"    {metric}: candidate {format_score(decision.candidate[metric])}  "
             f"{decision.compared_against} {format_score(decision.other[metric])}  "
             f"({format_delta(delta)})"
         )

@@ -5,7 +5,8 @@ figure of the champion's headline metrics across nights.
 * :func:`record_night` logs one for a night that registered nothing: "nothing to do",
   "failed", or a promotion that re-decided a registered version. It never raises for
   MLflow trouble: a night that failed because MLflow is down must still end cleanly.
-* :func:`publish_trend` draws the champion's MRR@10 and NDCG@10 after each night
+* :func:`publish_trend` draws the champion's ``promote.metrics`` on the gate's set
+  (``promote.gate``: every night scores it, so the nights compare) after each night
   (:func:`trend_points`, pure) to ``reports/nightly/trend.png`` and logs it as
   ``trend.png`` in that night's run. ``reports/nightly/`` is not a DVC output.
 
@@ -30,8 +31,8 @@ from pipelines.common.config import Params, PromoteParams
 from pipelines.common.paths import Paths
 from pipelines.common.redact import redact
 from pipelines.common.registry import Registry, connect, promotion_experiment, registry_errors
-from pipelines.common.reporting import PROMOTED
-from pipelines.promote.headline import FAILED, OUTCOMES, run_metrics
+from pipelines.common.reporting import PROMOTED, metric_label
+from pipelines.promote.headline import FAILED, OUTCOMES, metric_key
 from pipelines.promote.run_log import (
     NOTE_TAG,
     OUTCOME_TAG,
@@ -45,8 +46,6 @@ logger = logging.getLogger(__name__)
 
 #: The figure a promotion run and a night's record carry, and its copy under reports/.
 TREND_FILE = "trend.png"
-#: The metrics the trend follows (MLflow names), and their labels.
-TREND_METRICS = {"mrr_at_10": "MRR@10", "ndcg_at_10": "NDCG@10"}
 #: How many nights the trend looks back.
 TREND_NIGHTS = 365
 
@@ -95,7 +94,8 @@ def log_night(
     reason: str,
     metrics: Mapping[str, float],
 ) -> str:
-    """One finished run with the outcome tags, the reason as description, ``metrics``."""
+    """One finished run with the outcome tags, the reason as description, ``metrics``
+    (MLflow names: :func:`pipelines.promote.headline.run_metrics`)."""
     from mlflow.entities import Metric, RunStatus
 
     client = registry.client
@@ -109,7 +109,7 @@ def log_night(
     )
     run_id = str(run.info.run_id)
     now_ms = int(time.time() * 1000)
-    logged = [Metric(key, value, now_ms, 0) for key, value in run_metrics(metrics).items()]
+    logged = [Metric(key, value, now_ms, 0) for key, value in metrics.items()]
     if logged:
         client.log_batch(run_id, metrics=logged)
     status = RunStatus.FAILED if outcome == FAILED else RunStatus.FINISHED
@@ -129,8 +129,9 @@ class NightPoint:
     champion: dict[str, float]
 
 
-def trend_points(runs: Sequence[Run]) -> list[NightPoint]:
-    """The nights among ``runs`` (those with an outcome tag), oldest first.
+def trend_points(runs: Sequence[Run], query_set: str, metrics: Sequence[str]) -> list[NightPoint]:
+    """The nights among ``runs`` (those with an outcome tag), oldest first, with the
+    champion's ``metrics`` on ``query_set``.
 
     The champion after a night is the candidate when it was promoted, else the champion
     it was compared with; a night that compared nothing (nothing to do, failed, the
@@ -143,16 +144,16 @@ def trend_points(runs: Sequence[Run]) -> list[NightPoint]:
             continue
         side = "candidate" if outcome == PROMOTED else "champion"
         values = {
-            metric: run.data.metrics[f"{side}_{metric}"]
-            for metric in TREND_METRICS
-            if f"{side}_{metric}" in run.data.metrics
+            metric: run.data.metrics[metric_key(query_set, side, metric)]
+            for metric in metrics
+            if metric_key(query_set, side, metric) in run.data.metrics
         }
         at = datetime.fromtimestamp(run.info.start_time / 1000, UTC)
         points.append(NightPoint(at, outcome, values))
     return sorted(points, key=lambda point: point.at)
 
 
-def trend_png(points: Sequence[NightPoint]) -> bytes:
+def trend_png(points: Sequence[NightPoint], query_set: str) -> bytes:
     """The champion's metrics after each night as a line chart; nights that compared
     nothing are vertical marks (grey: nothing to do, red: failed)."""
     from matplotlib.dates import AutoDateLocator, ConciseDateFormatter, date2num
@@ -160,13 +161,13 @@ def trend_png(points: Sequence[NightPoint]) -> bytes:
 
     figure = Figure(figsize=(8, 4), dpi=100)
     axes = figure.subplots()
-    for metric, label in TREND_METRICS.items():
+    for metric in dict.fromkeys(metric for point in points for metric in point.champion):
         measured = [point for point in points if metric in point.champion]
         axes.plot(
             [date2num(point.at) for point in measured],
             [point.champion[metric] for point in measured],
             marker="o",
-            label=f"champion {label}",
+            label=f"champion {metric_label(metric)}",
         )
     for point in points:
         if not point.champion:
@@ -179,7 +180,7 @@ def trend_png(points: Sequence[NightPoint]) -> bytes:
     axes.xaxis.set_major_locator(locator)
     axes.xaxis.set_major_formatter(ConciseDateFormatter(locator))
     axes.set_ylim(0, 1)  # MRR and NDCG lie in [0, 1]: nights compare at a glance
-    axes.set_ylabel("score on the held-out queries")
+    axes.set_ylabel(f"score on the {query_set} queries")
     axes.set_title("the champion after each night")
     axes.grid(alpha=0.3)
     if any(point.champion for point in points):
@@ -212,6 +213,7 @@ def publish_trend(registry: Registry, promote: PromoteParams, paths: Paths, run_
         else []
     )
     target = trend_path(paths)
-    io.write_bytes(target, trend_png(trend_points(runs)))
+    points = trend_points(runs, promote.gate, promote.metrics)
+    io.write_bytes(target, trend_png(points, promote.gate))
     registry.client.log_artifact(run_id, str(target))
     return target

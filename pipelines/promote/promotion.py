@@ -29,8 +29,9 @@
    old champion becomes ``previous``); otherwise → ``challenger``;
 8. records the night (the run above, or a run of its own for a re-decision) and draws the
    trend across nights (:mod:`pipelines.promote.nights`), best-effort;
-9. writes ``metrics/promotion.json``, the flat headline first
-   (:func:`pipelines.promote.headline.promotion_headline`).
+9. writes ``metrics/promotion.json``
+   (:class:`~pipelines.common.metric_records.PromotionRecord`): the decision, the set it
+   was decided on, and each set's figures, the deciding set first.
 
 A crash anywhere leaves the registry consistent and a rerun finishes the job: the version
 is tagged ``settled`` only after its aliases moved, and an unsettled version (or a
@@ -50,7 +51,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -58,6 +59,7 @@ import requests
 
 from pipelines.common import io
 from pipelines.common.config import Params
+from pipelines.common.metric_records import UNRECORDED, PromotionRecord, SetFigures
 from pipelines.common.paths import Paths
 from pipelines.common.redact import redact, redact_url
 from pipelines.common.registry import (
@@ -77,12 +79,14 @@ from pipelines.promote.candidate import Candidate, load_candidate, require_valid
 from pipelines.promote.card import CardFacts, model_card
 from pipelines.promote.decision import (
     Decision,
+    Scores,
     decide,
     decide_for_champion,
     decide_on_meaning,
     describe_sets,
+    set_figures,
 )
-from pipelines.promote.headline import promotion_headline
+from pipelines.promote.headline import run_metrics
 from pipelines.promote.nights import log_night, publish_trend
 from pipelines.promote.provenance import dvc_lock_hashes, git_commit, now
 from pipelines.promote.run_inputs import dvc_md5_of
@@ -108,8 +112,8 @@ from pipelines.promote.tags import (
     TAG_SETTLED,
     decision_tags,
     held_back,
-    recorded_base_scores,
     recorded_decision,
+    recorded_figures,
     rewrite_decision,
 )
 
@@ -139,35 +143,39 @@ class PromotionResult:
     tracking_uri: str
     decided_at: str
     redecided: bool = False
-    #: The base model's scores on the rule metrics (also when the champion was compared).
-    base_scores: Mapping[str, float] = field(default_factory=dict)
+    #: Each set's figures, the deciding set first (:func:`~pipelines.promote.decision.set_figures`).
+    figures: tuple[SetFigures, ...] = ()
+    #: The metric the p-values are on (``promote.significance_metric``).
+    significance_metric: str = ""
 
     @property
     def promoted(self) -> bool:
         return self.decision.promote
 
+    @property
+    def record(self) -> PromotionRecord:
+        """``metrics/promotion.json``."""
+        return PromotionRecord(
+            decision=PROMOTED if self.decision.promote else NOT_PROMOTED,
+            reason=self.decision.reason,
+            compared_against=self.decision.compared_against,
+            decided_on=self.decision.query_set,
+            sets=self.figures,
+            significance_metric=self.significance_metric,
+            registered_model=self.registered_model,
+            version=self.version,
+            fingerprint=self.fingerprint,
+            run_id=self.run_id,
+            compared_version=self.compared_version,
+            aliases=dict(self.aliases),
+            already_registered=self.already_registered,
+            redecided=self.redecided,
+            tracking_uri=redact_url(self.tracking_uri),
+            decided_at=self.decided_at,
+        )
+
     def as_json(self) -> dict[str, Any]:
-        return {
-            # The flat headline first (dvc metrics show, the report), then the details.
-            **promotion_headline(self.decision, self.base_scores),
-            "registered_model": self.registered_model,
-            "version": self.version,
-            "fingerprint": self.fingerprint,
-            "run_id": self.run_id,
-            "promoted": self.decision.promote,
-            "reason": self.decision.reason,
-            "compared_against": self.decision.compared_against,
-            "compared_version": self.compared_version,
-            "p_value": self.decision.p_value,
-            "deltas": self.decision.deltas,
-            "candidate": self.decision.candidate,
-            self.decision.compared_against: self.decision.other,
-            "aliases": self.aliases,
-            "already_registered": self.already_registered,
-            "redecided": self.redecided,
-            "tracking_uri": redact_url(self.tracking_uri),
-            "decided_at": self.decided_at,
-        }
+        return self.record.to_json()
 
 
 def promote_candidate(
@@ -188,6 +196,7 @@ def promote_candidate(
         assert registry is not None
         with registry_errors(registry.uri, candidate.directory), fluent_uri(registry.uri):
             result = _promote_locked(params, paths, candidate, registry, data_quality)
+        result = dataclasses.replace(result, significance_metric=params.promote.significance_metric)
         io.write_json(promotion_file(paths), result.as_json(), sort_keys=False)
     return result
 
@@ -247,11 +256,13 @@ def _promote_locked(
             )
         else:
             decision = decide(scored.candidate, scored.champion, scored.base, params.promote)
+    if decision.query_set == UNRECORDED:  # decide() sees scores only: the gate's set
+        decision = dataclasses.replace(decision, query_set=scored.gate)
     if scored.sets is not None:
         side = "champion" if scored.champion is not None else "base"
         decision = dataclasses.replace(
             decision,
-            reason=f"{decision.reason} [decided on the {scored.gate} set; "
+            reason=f"{decision.reason} [promote.gate: {scored.gate}; "
             f"{describe_sets(scored.sets, side, params.promote.significance_metric)}]",
         )
     withdrawn = existing is not None and TAG_ROLLED_BACK in existing.tags
@@ -259,11 +270,16 @@ def _promote_locked(
         assert existing is not None
         decision = held_back(decision, existing.tags)
     decided_at = now()
+    figures = set_figures(
+        decision,
+        scored.sets or _gate_only(scored, decision.query_set),
+        params.promote,
+    )
     tags = decision_tags(
-        decision, scored, candidate, compared, params.promote, decided_at, paths.root
+        decision, figures, scored, candidate, compared, params.promote, decided_at, paths.root
     )
 
-    facts = _card_facts(params, paths, candidate, decision, scored, compared)
+    facts = _card_facts(params, paths, candidate, decision, figures, compared)
     if existing is None:
         # Under the lock, a RUNNING run of this candidate is one whose process died.
         training_run = training_run_id(registry, candidate)
@@ -278,6 +294,7 @@ def _promote_locked(
                 candidate,
                 registry,
                 decision,
+                figures,
                 scored,
                 data_quality,
                 model_card(facts),
@@ -318,8 +335,14 @@ def _promote_locked(
         tracking_uri=redact_url(registry.uri),
         decided_at=decided_at,
         redecided=redecided,
-        base_scores=facts.base_scores,
+        figures=figures,
     )
+
+
+def _gate_only(scored: ScoredModels, query_set: str) -> dict[str, dict[str, Scores]]:
+    """``scored`` as side -> set -> scores when only the gate's set was scored."""
+    sides = {"candidate": scored.candidate, "base": scored.base, "champion": scored.champion}
+    return {side: {query_set: scores} for side, scores in sides.items() if scores is not None}
 
 
 def _record_the_night(
@@ -344,7 +367,7 @@ def _record_the_night(
                 params.promote,
                 PROMOTED if decision.promote else NOT_PROMOTED,
                 decision.reason,
-                promotion_headline(decision, facts.base_scores),
+                run_metrics(facts.figures),
             )
         publish_trend(registry, params.promote, paths, night_run)
     except (MlflowException, requests.RequestException, OSError) as error:
@@ -360,7 +383,7 @@ def _card_facts(
     paths: Paths,
     candidate: Candidate,
     decision: Decision,
-    scored: ScoredModels,
+    figures: tuple[SetFigures, ...],
     compared: ModelVersion | None,
 ) -> CardFacts:
     """What the model card states, from the decision and the project's files."""
@@ -369,9 +392,8 @@ def _card_facts(
         registered_model=params.promote.registered_model,
         fingerprint=candidate.fingerprint,
         decision=decision,
-        base_scores={metric: float(scored.base.means[metric]) for metric in decision.deltas},
+        figures=figures,
         compared_version=str(compared.version) if compared is not None else None,
-        queries=len(scored.candidate.query_ids),
         relevance_scope=params.pairs.qrels_scope,
         base_model=candidate.base_model,
         training_data_hash=candidate.data_hash,
@@ -451,5 +473,5 @@ def _recorded_result(
         tracking_uri=redact_url(registry.uri),
         decided_at=tags.get("decided_at", ""),
         redecided=redecided,
-        base_scores=recorded_base_scores(tags),
+        figures=recorded_figures(tags),
     )

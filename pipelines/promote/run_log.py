@@ -17,7 +17,7 @@ import importlib.metadata
 import json
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
@@ -25,18 +25,14 @@ from urllib.request import url2pathname
 
 from pipelines.common import io
 from pipelines.common.config import Params, PromoteParams
+from pipelines.common.metric_records import SetFigures
 from pipelines.common.paths import MODEL_METADATA_FILE, TRAINING_RUN_FILE, Paths
 from pipelines.common.registry import TAG_FINGERPRINT, Registry, promotion_experiment
 from pipelines.common.reporting import NOT_PROMOTED, PROMOTED, mlflow_name
 from pipelines.promote.candidate import Candidate
 from pipelines.promote.card import model_readme
 from pipelines.promote.decision import Decision
-from pipelines.promote.headline import (
-    evaluate_extras,
-    evaluate_headline,
-    promotion_headline,
-    run_metrics,
-)
+from pipelines.promote.headline import run_metrics
 from pipelines.promote.provenance import dvc_lock_hashes, git_commit
 from pipelines.promote.readme import finish_readme, read_run_facts
 from pipelines.promote.run_inputs import embedding_signature, log_datasets
@@ -169,6 +165,7 @@ def log_run(
     candidate: Candidate,
     registry: Registry,
     decision: Decision,
+    figures: Sequence[SetFigures],
     scored: ScoredModels,
     data_quality: Mapping[str, Any],
     card: str,
@@ -197,13 +194,7 @@ def log_run(
         TAG_EVAL_DATA: scored.eval_data_hash,
         **outcome_tags(NOT_PROMOTED if not decision.promote else PROMOTED, decision.reason),
     }
-    base_means = {metric: float(scored.base.means[metric]) for metric in decision.deltas}
-    promotion = promotion_headline(decision, base_means, len(scored.candidate.query_ids))
-    evaluate = evaluate_headline(
-        _read_json_or_empty(paths.metric_file("headline")),
-        _read_json_or_empty(paths.metric_file("eval")),
-    )
-    metrics = run_metrics(promotion, evaluate_extras(evaluate, promotion))
+    metrics = run_metrics(figures)
     model = SentenceTransformer(str(candidate.directory), device="cpu", local_files_only=True)
     # sentence-transformers writes this text as the saved model's README.md (it reuses a
     # card it loaded unless the model was trained in this process).

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipelines.common.config import PromoteParams
+from pipelines.common.metric_records import UNRECORDED, SetFigures
 from pipelines.common.registry import TAG_FINGERPRINT, Registry
 from pipelines.common.reporting import mlflow_name
 from pipelines.promote.decision import Decision, Side
@@ -66,6 +67,7 @@ REJECTED = "rejected"
 
 def decision_tags(
     decision: Decision,
+    figures: Sequence[SetFigures],
     scored: ScoredModels,
     candidate: Candidate,
     champion: ModelVersion | None,
@@ -74,7 +76,7 @@ def decision_tags(
     root: Path,
 ) -> dict[str, str]:
     """Every tag a decision writes on its version (``eval_data_hash`` among them)."""
-    record = {
+    record: dict[str, Any] = {
         "promote": decision.promote,
         "reason": decision.reason,
         "p_value": decision.p_value,
@@ -83,13 +85,9 @@ def decision_tags(
         "candidate": decision.candidate,
         "other": decision.other,
         "deltas": decision.deltas,
-        # The base model's scores even when the champion was the other side: the card
-        # and promotion.json show both.
-        "base": {
-            metric: float(scored.base.means[metric])
-            for metric in decision.deltas
-            if metric in scored.base.means
-        },
+        "decided_on": decision.query_set,
+        # Every set's figures, the deciding set first: the card and promotion.json show them.
+        "sets": {found.query_set: found.to_json() for found in figures},
         "data_version": candidate.data_hash or "unknown",
         "base_model": candidate.base_model,
         "git_commit": git_commit(root),
@@ -207,17 +205,37 @@ def recorded_decision(tags: Mapping[str, str]) -> Decision:
             deltas=_floats(record.get("deltas")),
             candidate=_floats(record.get("candidate")),
             other=_floats(record.get("other")),
+            query_set=str(record.get("decided_on") or UNRECORDED),
         )
     return _legacy_decision(tags)
 
 
-def recorded_base_scores(tags: Mapping[str, str]) -> dict[str, float]:
-    """The base model's scores a decision recorded (empty for the old layout against a champion)."""
+def recorded_figures(tags: Mapping[str, str]) -> tuple[SetFigures, ...]:
+    """Every set's figures a decision recorded, the deciding set first. A decision recorded
+    before sets were (its ``base`` scores may come from another set than its candidate's)
+    gives one set, ``unrecorded``: the candidate and the side it was compared with."""
     record = decision_record(tags)
-    if record:
-        return _floats(record.get("base"))
-    legacy = _legacy_decision(tags)
-    return legacy.other if legacy.compared_against == "base" else {}
+    sets = record.get("sets")
+    if isinstance(sets, Mapping):
+        return tuple(
+            SetFigures.from_json(str(name), block)
+            for name, block in sets.items()
+            if isinstance(block, Mapping)
+        )
+    decision = recorded_decision(tags)
+    if not decision.candidate:
+        return ()
+    against_base = decision.compared_against == "base"
+    return (
+        SetFigures(
+            UNRECORDED,
+            0,
+            decision.candidate,
+            decision.other if against_base else {},
+            None if against_base else decision.other,
+            decision.p_value,
+        ),
+    )
 
 
 def _floats(value: object) -> dict[str, float]:

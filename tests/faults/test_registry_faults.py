@@ -141,12 +141,12 @@ def test_rerunning_promote_for_a_rolled_back_version_does_not_claim_champion(
     again = world.promote(world.install_candidate(bow_models.knows_7))
     assert again.version == "2" and again.already_registered
     assert not again.promoted
-    assert again.as_json()["promoted"] is False
+    assert again.as_json()["decision"] == "not promoted"
     assert "withdrawn by rollback" in again.decision.reason
     assert "PROMOTED" not in format_promotion(again)
     assert aliases(world)["champion"] == "1"
     record = (world.root / "metrics" / "promotion.json").read_text()
-    assert '"promoted": false' in record
+    assert '"decision": "not promoted"' in record
 
 
 # ----------------------------------------------------------------------------- finding 9

@@ -207,12 +207,18 @@ def test_first_run_trains_promotes_and_pushes(
     champion_run = registry(stack).get_run(champion.run_id)
     assert champion_run.info.status == "FINISHED" and champion_run.data.metrics
     promotion = read_json(stack.root / "metrics" / "promotion.json")
-    assert promotion["promoted"] and promotion["tracking_uri"] == stack.services.mlflow_url
-    # Told: a table in Prefect, a notice on the webhook.
+    assert promotion["decision"] == "promoted"
+    assert promotion["tracking_uri"] == stack.services.mlflow_url
+    # Told: a table in Prefect, a notice on the webhook; the deciding set's rows first.
     rows = promotion_table(state)
-    assert [row["metric"] for row in rows] == ["MRR@10", "NDCG@10"]
+    decided = promotion["decided_on"]
+    assert [row["metric"] for row in rows[:2]] == ["MRR@10", "NDCG@10"]
+    assert [row["query set"] for row in rows[:2]] == [decided, decided]
+    assert [row["query set"] for row in rows] == [
+        name for name in promotion["sets"] for _metric in ("MRR@10", "NDCG@10")
+    ]
     assert {row["decision"] for row in rows} == {"promoted"}
-    assert rows[0]["candidate"] == round(promotion["candidate_mrr@10"], 4)
+    assert rows[0]["candidate"] == promotion["sets"][decided]["candidate"]["mrr@10"]
     assert rows[0]["base"] is not None and rows[0]["champion"] is None  # no champion yet
     (notice,) = stack.webhook.reports
     assert (notice["outcome"], notice["version"]) == ("promoted", "1")

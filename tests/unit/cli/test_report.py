@@ -12,22 +12,23 @@ from typer.testing import CliRunner
 
 from pipelines import cli
 from pipelines.common import io
+from pipelines.common.metric_records import SetHeadline
 from pipelines.common.paths import Paths
 from pipelines.dev.report import render_report
-from pipelines.evaluate.headline import write_headline
 
 FINGERPRINT = "d093df3cd856affd5d4a5f31992fc2fcdf368c575c44f78e70931f2d5198bc49"
-HEADLINE = {
-    "queries": 194,
-    "candidate_mrr@10": 0.6557,
-    "base_mrr@10": 0.5468,
-    "delta_mrr@10": 0.1089,
-    "candidate_ndcg@10": 0.6242,
-    "base_ndcg@10": 0.5404,
-    "delta_ndcg@10": 0.0838,
-    "p_mrr@10": 0.0001,
-    "p_ndcg@10": 0.0012,
-}
+#: metrics/<set>.json as evaluate writes them (the masked set had no queries).
+HEADLINES = (
+    SetHeadline(
+        "named",
+        194,
+        {"mrr@10": 0.6557, "ndcg@10": 0.6242},
+        {"mrr@10": 0.5468, "ndcg@10": 0.5404},
+        "mrr@10",
+        0.0001,
+    ),
+    SetHeadline("described", 232, {"mrr@10": 0.2412}, {"mrr@10": 0.1912}, "mrr@10", 0.0004),
+)
 STAGES = {
     "ingest": {"listed": 16, "fetched": 16, "skipped": 0, "quarantined": 0, "withdrawn": 0},
     "prepare": {"prepared": 16, "reused": 0, "chunks": 3393, "statements": 2504},
@@ -48,7 +49,11 @@ STAGES = {
     },
     "eval": {
         "corpus_size": 3393,
+        "n_queries": 194,
+        "ks": [10],
+        "dims": [384],
         "primary_dim": 384,
+        "models": {"candidate": {}, "base": {}},
         "sets": {
             "described": {
                 "n_queries": 232,
@@ -73,19 +78,35 @@ STAGES = {
 
 
 def promotion(**changes: Any) -> dict[str, Any]:
-    """metrics/promotion.json as promote writes it (PromotionResult.as_json + headline keys)."""
+    """metrics/promotion.json as promote writes it (PromotionRecord.to_json): decided on
+    the masked set against the champion; the named set follows with its own figures."""
     return {
+        "decision": "promoted",
+        "decided_on": "masked",
+        "compared_against": "champion",
+        "compared_version": "2",
+        "significance_metric": "mrr@10",
+        "sets": {
+            "masked": {
+                "queries": 194,
+                "candidate": {"mrr@10": 0.6557, "ndcg@10": 0.6242},
+                "base": {"mrr@10": 0.4711, "ndcg@10": 0.4689},
+                "champion": {"mrr@10": 0.601, "ndcg@10": 0.5901},
+                "p_value": 0.0001,
+            },
+            "named": {
+                "queries": 194,
+                "candidate": {"mrr@10": 0.7444, "ndcg@10": 0.716},
+                "base": {"mrr@10": 0.6094, "ndcg@10": 0.6131},
+                "champion": {"mrr@10": 0.7401, "ndcg@10": 0.7111},
+                "p_value": 0.62,
+            },
+        },
+        "reason": "beats the champion on mrr@10 and ndcg@10 (randomization test p = 9.999e-05)",
         "registered_model": "math-embed",
         "version": "3",
         "fingerprint": FINGERPRINT,
         "run_id": "a665a50244f948f18e3c4d541ec5574e",
-        "promoted": True,
-        "decision": "promoted",
-        "reason": "beats the champion on mrr@10 and ndcg@10 (randomization test p = 9.999e-05)",
-        "compared_against": "champion",
-        "p_value": 9.999000099990002e-05,
-        "candidate": {"mrr@10": 0.65571, "ndcg@10": 0.62419},
-        "champion": {"mrr@10": 0.60104, "ndcg@10": 0.59013},
         "decided_at": "2026-11-24T06:40:09+00:00",
         **changes,
     }
@@ -95,7 +116,8 @@ def a_run(root: Path, promoted: dict[str, Any] | None = None) -> Paths:
     paths = Paths(root)
     for stem, values in STAGES.items():
         io.write_json(paths.metric_file(stem), values)
-    write_headline(paths.metric_file("headline"), HEADLINE)
+    for found in HEADLINES:
+        io.write_json(SetHeadline.path(paths.metrics, found.query_set), found.to_json())
     if promoted is not None:
         io.write_json(paths.metric_file("promotion"), promoted)
     return paths
@@ -109,42 +131,72 @@ def test_a_promotion_comes_first_with_its_numbers_rounded(tmp_path: Path) -> Non
     report = render_report(a_run(tmp_path, promotion()))
     lines = report.splitlines()
     assert lines[0] == (
-        "Promoted math-embed v3 to @champion: "
+        "Promoted math-embed v3 to @champion on the masked set (194 queries): "
         "MRR@10 0.6557 vs champion 0.6010 (+0.0547, p = 0.0001)"
     )
     assert lines[1] == "  NDCG@10 0.6242 vs champion 0.5901 (+0.0341)"
+    assert lines[2] == (  # each other set on its own line, its numbers its own
+        "  on the named set (194 queries): MRR@10 0.7444 vs champion 0.7401 (+0.0043, "
+        "p = 0.62), NDCG@10 0.7160 vs champion 0.7111 (+0.0049)"
+    )
     assert "why: beats the champion" in report and "a665a50244f948f18e3c4d541ec5574e" in report
-    # The p-value once, in human form (the reason's own text aside).
-    decision = report.split("What ran:")[0]  # each set's line has its own p
-    assert p_values_in(decision.replace(promotion()["reason"], "")) == ["p = 0.0001"]
-    assert "9.999000099990002e-05" not in report
+    # One p-value per set, in human form (the reason's own text aside).
+    decision = report.split("What ran:")[0]
+    assert p_values_in(decision.replace(promotion()["reason"], "")) == ["p = 0.0001", "p = 0.62"]
+    assert "9.999e-05" not in decision.replace(promotion()["reason"], "")
 
 
-def test_not_promoted_reads_the_flat_headline_keys(tmp_path: Path) -> None:
-    flat = promotion(
-        promoted=False,
+def test_not_promoted_compares_with_the_base_on_the_deciding_set(tmp_path: Path) -> None:
+    lost = promotion(
         decision="not promoted",
         reason="mrr@10 0.5468 is not higher than the base's 0.5500",
         compared_against="base",
-        p_value=0.922107789221078,
+        compared_version=None,
         version="4",
-        candidate=None,
-        champion=None,
-        **{"candidate_mrr@10": 0.5468, "base_mrr@10": 0.55, "candidate_ndcg@10": 0.54},
+        sets={
+            "masked": {
+                "queries": 194,
+                "candidate": {"mrr@10": 0.5468},
+                "base": {"mrr@10": 0.55},
+                "champion": None,
+                "p_value": 0.922107789221078,
+            }
+        },
     )
-    report = render_report(a_run(tmp_path, flat))
+    report = render_report(a_run(tmp_path, lost))
     first, second, *_ = report.splitlines()
     assert first == (
-        "Not promoted: math-embed v4 stays @challenger: "
+        "Not promoted: math-embed v4 stays @challenger on the masked set (194 queries): "
         "MRR@10 0.5468 vs base 0.5500 (-0.0032, p = 0.92)"
     )
     assert second == "  why: mrr@10 0.5468 is not higher than the base's 0.5500"
 
 
+def test_an_older_record_shows_no_base_figure_from_another_set(tmp_path: Path) -> None:
+    # promotion.json before sets: its flat base_mrr@10 was the pooled set's (0.1970)
+    # beside the masked candidate; only the nested sides, from one set, are read.
+    older = {
+        "decision": "promoted",
+        "candidate_mrr@10": 0.2711,
+        "base_mrr@10": 0.197,
+        "registered_model": "math-embed",
+        "version": "1",
+        "compared_against": "base",
+        "p_value": 9.999000099990002e-05,
+        "candidate": {"mrr@10": 0.2711},
+        "base": {"mrr@10": 0.1464},
+    }
+    first = render_report(a_run(tmp_path, older)).splitlines()[0]
+    assert first == (
+        "Promoted math-embed v1 to @champion on the set it was decided on: "
+        "MRR@10 0.2711 vs base 0.1464 (+0.1247, p = 0.0001)"
+    )
+
+
 def test_without_a_decision_the_first_line_says_so_and_why(tmp_path: Path) -> None:
     report = render_report(a_run(tmp_path))
     assert report.splitlines()[0] == (
-        "No decision yet (run `mathembed promote`): "
+        "No decision yet (run `mathembed promote`): on the named set (194 queries): "
         "MRR@10 0.6557 vs base 0.5468 (+0.1089, p = 0.0001)"
     )
     assert p_values_in(report.split("What ran:")[0]) == ["p = 0.0001"]
@@ -167,8 +219,7 @@ def test_what_ran_is_one_rounded_line_per_stage(tmp_path: Path) -> None:
         "final loss 0.8655, validation loss 4.2056"
     ) in report
     assert (
-        "  evaluate  194 held-out queries, 3393 passages, dim 384: "
-        "candidate MRR@10 0.6557 NDCG@10 0.6242; base MRR@10 0.5468 NDCG@10 0.5404"
+        "  evaluate  3393 passages, dim 384, held-out queries: 194 named, 232 described"
     ) in report
     # Each set on its line, in the order named, masked, described, BM25 beside the models.
     named, masked, described = report.split("\n")[-8:-5]
@@ -189,7 +240,7 @@ def test_what_ran_is_one_rounded_line_per_stage(tmp_path: Path) -> None:
 
 def test_an_empty_root_says_what_to_run(tmp_path: Path) -> None:
     report = render_report(Paths(tmp_path))
-    assert report.splitlines()[0].startswith("No decision yet: no metrics/headline.json")
+    assert report.splitlines()[0].startswith("No decision yet: no metrics/named.json")
     assert report.count("not run yet (run `make repro`)") == 7
 
 

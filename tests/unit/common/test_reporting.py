@@ -7,19 +7,18 @@ from pathlib import Path
 
 from pipelines.common.allowed import METRIC_FAMILIES
 from pipelines.common.io import write_json
+from pipelines.common.metric_records import PromotionRecord
 from pipelines.common.paths import Paths
 from pipelines.common.reporting import (
     FAMILY_LABELS,
     FAMILY_TITLES,
     NOT_PROMOTED,
     PROMOTED,
-    decision_of,
     format_delta,
     format_score,
     metric_label,
     mlflow_name,
     promotion_file,
-    read_promotion,
 )
 
 
@@ -47,8 +46,9 @@ def test_scores_have_four_decimals_and_differences_a_sign() -> None:
 
 def test_the_decision_is_read_from_the_record_or_its_older_flag(tmp_path: Path) -> None:
     path = promotion_file(Paths(tmp_path))
-    assert read_promotion(path) == {}  # no promotion yet
+    assert PromotionRecord.read(path) is None  # no promotion yet
     write_json(path, {"decision": NOT_PROMOTED, "promoted": True})
-    assert decision_of(read_promotion(path)) == NOT_PROMOTED  # the decision wins
-    assert decision_of({"promoted": True}) == PROMOTED
-    assert decision_of({"decision": "maybe"}) == NOT_PROMOTED
+    record = PromotionRecord.read(path)
+    assert record is not None and record.decision == NOT_PROMOTED  # the decision wins
+    assert PromotionRecord.from_json({"promoted": True}).decision == PROMOTED
+    assert PromotionRecord.from_json({"decision": "maybe"}).decision == NOT_PROMOTED

@@ -1,13 +1,15 @@
-"""What DVC shows of the evaluate stage: ``dvc metrics show`` and ``dvc exp show`` (the
-headline first, no table of hundreds of values), run by the real DVC on the repository's own
-dvc.yaml in a small git + DVC project whose reports come from the stage's own writers
-(``dvc plots show``: test_dvc_plots.py).
+"""What DVC shows of the evaluate stage: ``dvc metrics show`` and ``dvc exp show`` (one row
+or column per query set, every key meaning one thing, readable at 120 columns with the
+filters docs/reports.md gives), run by the real DVC on the repository's own dvc.yaml in a
+small git + DVC project whose files come from the stage's own writers (``dvc plots show``:
+test_dvc_plots.py).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -21,8 +23,10 @@ import yaml
 from repo import REPO
 
 from pipelines.common import io
+from pipelines.common.metric_records import EvalRecord, SetHeadline
+from pipelines.common.tables import QUERY_SETS
 from pipelines.evaluate.eval_set import EvalSet
-from pipelines.evaluate.headline import TABLE_FILE, headline, metrics_table, write_headline
+from pipelines.evaluate.headline import TABLE_FILE, metrics_table
 from pipelines.evaluate.reports import write_reports
 
 DIMS = [32, 16]
@@ -31,17 +35,20 @@ FAMILIES = ["mrr", "ndcg", "recall", "precision", "map", "hit"]
 N_QUERIES = 6
 
 
-def run(*args: str, cwd: Path) -> str:
-    """A command's stdout; a failure shows its whole output."""
+def run(*args: str, cwd: Path, width: int | None = None) -> str:
+    """A command's stdout (on a terminal ``width`` columns wide); a failure shows its whole
+    output."""
     env = {**os.environ, "DVC_NO_ANALYTICS": "1", "GIT_AUTHOR_NAME": "t", "GIT_COMMITTER_NAME": "t"}
+    if width is not None:
+        env["COLUMNS"] = str(width)
     env |= {"GIT_AUTHOR_EMAIL": "t@example.org", "GIT_COMMITTER_EMAIL": "t@example.org"}
     result = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, check=False)
     assert result.returncode == 0, f"{' '.join(args)} failed:\n{result.stdout}\n{result.stderr}"
     return result.stdout
 
 
-def dvc(*args: str, cwd: Path) -> str:
-    return run(sys.executable, "-m", "dvc", *args, cwd=cwd)
+def dvc(*args: str, cwd: Path, width: int | None = None) -> str:
+    return run(sys.executable, "-m", "dvc", *args, cwd=cwd, width=width)
 
 
 def evaluation() -> tuple[dict[str, Any], pd.DataFrame, EvalSet]:
@@ -78,7 +85,33 @@ def evaluation() -> tuple[dict[str, Any], pd.DataFrame, EvalSet]:
     }
     for (model, dim, metric), value in means.items():
         summary.setdefault(model, {}).setdefault(f"dim_{dim}", {})[metric] = float(value)
+    summary["sets"] = {  # each set's scores at the full dimension, as the stage writes them
+        query_set: {
+            "n_queries": N_QUERIES,
+            "words_in_relevant": 0.5,
+            "scores": {
+                model: {
+                    metric: round(float(rng.random()), 4)
+                    for metric in ("mrr@10", "ndcg@10", "recall@10")
+                }
+                for model in ("candidate", "base", "bm25")
+            },
+            "delta": {},
+            "p_value": {"base": 0.0001, "bm25": 0.012},
+        }
+        for query_set in QUERY_SETS
+    }
     return summary, per_query, eval_set
+
+
+#: The commands docs/reports.md gives for DVC's metrics views (its ```sh block).
+DOCUMENTED = [
+    line.removeprefix(".venv/bin/dvc ").split("#")[0].strip()
+    for line in (REPO / "docs" / "reports.md").read_text(encoding="utf-8").splitlines()
+    if line.startswith((".venv/bin/dvc metrics show", ".venv/bin/dvc exp show"))
+]
+#: The terminal the views must fit.
+WIDTH = 120
 
 
 @pytest.fixture(scope="module")
@@ -94,8 +127,10 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     io.write_text(
         root / "reports" / "eval" / TABLE_FILE, metrics_table(summary).to_csv(index=False)
     )
-    write_headline(root / "metrics" / "headline.json", headline(summary, per_query, None))
-    io.write_json(root / "metrics" / "eval.json", summary)
+    record = EvalRecord.from_json(summary)
+    for found in record.headlines(["mrr@10", "ndcg@10"], "mrr@10"):
+        io.write_json(SetHeadline.path(root / "metrics", found.query_set), found.to_json())
+    io.write_json(root / "metrics" / "eval.json", record.to_json())
     # Stage metrics with hundreds of values (as data_quality.json has): outputs, not metrics.
     many = {f"table_{t}": {f"check_{c}": 0 for c in range(60)} for t in range(5)}
     for name in ("data_quality", "graph", "data"):
@@ -109,30 +144,48 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def test_metrics_show_is_the_small_files_only(project: Path) -> None:
+def test_metrics_show_is_one_row_per_set_with_the_same_keys(project: Path) -> None:
     shown = json.loads(dvc("metrics", "show", "--json", cwd=project))
     files = shown[""]["data"]
-    assert list(files) == [
-        "metrics/headline.json",
-        "metrics/promotion.json",
-        "metrics/train.json",
-        "metrics/ingest.json",
-        "metrics/prepare.json",
-    ]
-    header = dvc("metrics", "show", cwd=project).splitlines()[0]
-    assert len(header) < 1000, header
-    assert "check_0" not in header and "dim_32" not in header
+    assert list(files) == [f"metrics/{name}.json" for name in QUERY_SETS]  # in this order
+    keys = {path: list(found["data"]) for path, found in files.items()}
+    expected = ["queries", "mrr@10", "ndcg@10", "base_mrr@10", "base_ndcg@10", "p_mrr@10"]
+    assert all(sorted(found) == sorted(expected) for found in keys.values()), keys
+    # Each row is its set's numbers: the candidate's MRR@10 on masked is masked's.
+    masked = json.loads((project / "metrics" / "eval.json").read_text())["sets"]["masked"]
+    row = files["metrics/masked.json"]["data"]
+    assert row["mrr@10"] == masked["scores"]["candidate"]["mrr@10"]
+    assert row["base_mrr@10"] == masked["scores"]["base"]["mrr@10"]
+    table = dvc("metrics", "show", cwd=project, width=WIDTH).splitlines()
+    assert len(table) == 1 + len(QUERY_SETS)  # a header and one row per set
+    assert max(len(line) for line in table) <= WIDTH, table
+    for name in ("promotion", "train", "ingest", "prepare", "data_quality", "graph", "data"):
+        assert name not in "".join(files)  # outputs, not metrics
 
 
-def test_exp_show_opens_on_the_headline(project: Path) -> None:
+def test_every_documented_view_fits_120_columns(project: Path) -> None:
+    assert any(command.startswith("metrics show") for command in DOCUMENTED)
+    assert sum(command.startswith("exp show") for command in DOCUMENTED) >= 3
+    for command in DOCUMENTED:
+        args = shlex.split(command)
+        if args[:2] == ["exp", "show"]:
+            args.append("--no-pager")
+        shown = dvc(*args, cwd=project, width=WIDTH).splitlines()
+        assert max(len(line) for line in shown) <= WIDTH, (command, shown)
+        assert "…" not in "".join(shown), (command, shown)  # no column cut off
+        assert "0." in "".join(shown), (command, shown)  # the scores are there
+
+
+def test_exp_show_names_each_column_by_its_set(project: Path) -> None:
     header = dvc("exp", "show", "--csv", cwd=project).splitlines()[0].split(",")
     metrics = header[header.index("parent") + 1 :]
-    assert metrics[:3] == ["queries", "candidate_mrr@10", "base_mrr@10"]
+    assert {column for column in metrics if column.endswith(":mrr@10")} == {
+        f"metrics/{name}.json:mrr@10" for name in QUERY_SETS
+    }
 
 
 def test_no_stage_lists_its_own_metrics() -> None:
-    # A stage's `metrics:` would be listed before the top-level ones: the headline
-    # would no longer come first in `dvc exp show`.
+    # A stage's `metrics:` would add files to the views beside the sets'.
     dvc_yaml = yaml.safe_load((REPO / "dvc.yaml").read_text(encoding="utf-8"))
     assert [name for name, stage in dvc_yaml["stages"].items() if "metrics" in stage] == []
-    assert dvc_yaml["metrics"][0] == "metrics/headline.json"
+    assert dvc_yaml["metrics"] == [f"metrics/{name}.json" for name in QUERY_SETS]

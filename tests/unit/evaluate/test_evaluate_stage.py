@@ -33,6 +33,7 @@ from pipelines.common.candidate_metadata import BaseModelSpec
 from pipelines.common.config import EvaluateParams
 from pipelines.common.lexical import LexicalIndex, corpus_digest, load_lexical_index
 from pipelines.common.paths import Paths
+from pipelines.common.reporting import round_score
 from pipelines.evaluate import eval_set as evaluation_set
 from pipelines.evaluate import reports, scoring, sources
 from pipelines.evaluate import stage as evaluate
@@ -135,7 +136,7 @@ def make_root(root: Path, models: Models) -> Path:
 
 
 PARAMS = EvaluateParams(ks=tuple(KS), batch_size=8)
-PAIRED_TEST = PairedTest("randomization", 2000, 7)
+PAIRED_TEST = PairedTest("randomization", 2000, 7, "mrr@10")
 
 
 def no_figures(root: Path) -> EvalOutputs:
@@ -244,7 +245,7 @@ def test_metrics_equal_an_independent_numpy_ranking(
         got = summary[name][f"dim_{dim}"]
         assert set(got) == set(expected)
         for metric, value in expected.items():
-            assert got[metric] == pytest.approx(value, abs=2e-6), (name, dim, metric)
+            assert got[metric] == round_score(value), (name, dim, metric)
 
 
 def test_unseen_subset_matches_independent_scoring(
@@ -256,7 +257,7 @@ def test_unseen_subset_matches_independent_scoring(
     assert unseen["n_queries"] == qrels.loc[qrels["unseen"], "query_id"].nunique() == 4
     expected, _ = independent_metrics(loaded["candidate"], 16, subset="unseen")
     for metric, value in expected.items():
-        assert unseen["candidate"]["dim_16"][metric] == pytest.approx(value, abs=2e-6)
+        assert unseen["candidate"]["dim_16"][metric] == round_score(value)
     assert set(unseen) >= {"candidate", "base", "champion", "delta", "ks"}
     seen = json.loads((root / "metrics" / "eval.json").read_text())["subsets"]["seen"]
     assert seen["n_queries"] == 10
@@ -282,7 +283,7 @@ def test_eval_json_has_both_models_every_dim_and_the_deltas(
                 expected = (
                     summary["candidate"][dim_key][metric] - summary[reference][dim_key][metric]
                 )
-                assert delta == pytest.approx(expected, abs=2e-6)
+                assert delta == round_score(expected)  # of the numbers the file shows
     # Truncation changes the ranking: the three dims do not all score the same.
     assert len({summary["candidate"][f"dim_{d}"]["ndcg@10"] for d in DIMS}) > 1
     assert set(summary["timing_seconds"]) == {"embedding", "knn", "metrics", "reports", "total"}
@@ -290,46 +291,48 @@ def test_eval_json_has_both_models_every_dim_and_the_deltas(
     assert summary["models"]["champion"]["source"] == str(models.champion)
 
 
-def test_headline_json_is_the_rounded_primary_dim_with_paired_p_values(
+def test_each_sets_headline_is_its_rounded_primary_dim_with_its_paired_p_value(
     evaluated: tuple[Path, evaluate.EvalReport],
 ) -> None:
     root, report = evaluated
-    text = (root / "metrics" / "headline.json").read_text()
-    headline = json.loads(text)
-    assert headline == report.headline
-    # Written in this order: `dvc exp show` keeps a file's key order.
-    assert list(headline) == [
-        "queries",
-        *("candidate_mrr@10", "base_mrr@10", "delta_mrr@10"),
-        *("candidate_ndcg@10", "base_ndcg@10", "delta_ndcg@10"),
-        *("p_mrr@10", "p_ndcg@10"),
-        *(
-            f"{query_set}_{key}"
-            for query_set in ("masked", "described")
-            for key in ("queries", "candidate_mrr@10", "base_mrr@10", "bm25_mrr@10", "p_mrr@10")
-        ),
-    ]
-    assert headline["queries"] == 10
-    assert headline["masked_queries"] == 10
-    assert headline["described_queries"] == 0 and headline["described_candidate_mrr@10"] is None
-    masked = report.summary["sets"]["masked"]["scores"]["candidate"]["mrr@10"]
-    assert headline["masked_candidate_mrr@10"] == round(masked, 4)
-    summary, per_query = report.summary, report.per_query
-    for metric in ("mrr@10", "ndcg@10"):
-        candidate = summary["candidate"]["dim_32"][metric]
-        base = summary["base"]["dim_32"][metric]
-        assert headline[f"candidate_{metric}"] == round(candidate, 4)
-        assert headline[f"base_{metric}"] == round(base, 4)
-        assert headline[f"delta_{metric}"] == round(candidate - base, 4)
+    sets_dir = root / "metrics"
+    assert [found.query_set for found in report.headlines] == ["named", "masked", "described"]
+    # described has no queries here: its file is there (a DVC output), its scores null
+    assert json.loads((sets_dir / "described.json").read_text()) == {
+        "queries": 0,
+        **dict.fromkeys(["mrr@10", "ndcg@10", "base_mrr@10", "base_ndcg@10", "p_mrr@10"]),
+    }
+    per_query = report.per_query
+    for found in report.headlines[:2]:
+        text = (sets_dir / f"{found.query_set}.json").read_text()
+        written = json.loads(text)
+        assert written == found.to_json()
+        # The same keys for every set (the file names the set): one dvc row per set.
+        assert list(written) == [
+            "queries",
+            *("mrr@10", "ndcg@10"),
+            *("base_mrr@10", "base_ndcg@10"),
+            "p_mrr@10",
+        ]
+        assert written["queries"] == 10
+        block = report.summary["sets"][found.query_set]
+        for metric in ("mrr@10", "ndcg@10"):
+            assert written[metric] == block["scores"]["candidate"][metric]
+            assert written[f"base_{metric}"] == block["scores"]["base"][metric]
         expected = metrics_rs.paired_test(
-            per_query_scores(per_query, "candidate", 32, metric),
-            per_query_scores(per_query, "base", 32, metric),
+            per_query_scores(per_query, "candidate", 32, "mrr@10", found.query_set),
+            per_query_scores(per_query, "base", 32, "mrr@10", found.query_set),
             method="randomization",
             n_resamples=2000,
             seed=7,
         )["p_value"]
-        assert headline[f"p_{metric}"] == float(f"{expected:.2g}")
-    assert len(text) < 800  # a DVC metric a person reads whole
+        assert written["p_mrr@10"] == float(f"{expected:.2g}")
+        assert len(text) < 200  # a DVC metric a person reads whole
+    named = json.loads((sets_dir / "named.json").read_text())
+    summary = report.summary
+    for metric in ("mrr@10", "ndcg@10"):  # the named set is eval.json's top-level block
+        assert named[metric] == summary["candidate"]["dim_32"][metric]
+        assert named[f"base_{metric}"] == summary["base"]["dim_32"][metric]
 
 
 def test_metrics_csv_is_every_score_of_eval_json_as_a_tidy_table(
@@ -373,7 +376,7 @@ def test_per_query_table_is_aligned_with_the_queries(
     for (model, dim, metric), rows in groups:
         assert rows["query_id"].tolist() == query_ids
         expected = summary[str(model)][f"dim_{dim}"][metric]
-        assert rows["value"].mean() == pytest.approx(expected, abs=2e-6)
+        assert round_score(rows["value"].mean()) == expected
     _, expected_mrr = independent_metrics(loaded["candidate"], 32)
     np.testing.assert_allclose(
         per_query_scores(table, "candidate", 32, "mrr@10"), expected_mrr, atol=1e-9
@@ -390,7 +393,8 @@ def test_plot_data_for_dvc(evaluated: tuple[Path, evaluate.EvalReport]) -> None:
     named = compare[compare["set"] == "named"]
     assert len(named) == 18
     mrr = named.set_index("metric").loc["mrr@10"]
-    assert mrr["base"] == pytest.approx(report.summary["base"]["dim_32"]["mrr@10"], abs=1e-6)
+    # eval.json's scores are rounded; the figures' data is not
+    assert mrr["base"] == pytest.approx(report.summary["base"]["dim_32"]["mrr@10"], abs=1e-4)
     dims = pd.read_csv(reports / "dims.csv")
     assert dims[dims["set"] == "named"]["dim"].tolist() == DIMS
     assert "champion_ndcg@10" in dims.columns
@@ -405,7 +409,7 @@ def test_plot_data_for_dvc(evaluated: tuple[Path, evaluate.EvalReport]) -> None:
                 atol=2e-6,
             )
         assert wins[f"base_{metric}"].mean() == pytest.approx(
-            report.summary["base"]["dim_32"][metric], abs=2e-6
+            report.summary["base"]["dim_32"][metric], abs=1e-4
         )
 
 
@@ -558,7 +562,7 @@ def test_outputs_can_go_elsewhere(tmp_path: Path, models: Models) -> None:
     root = make_root(tmp_path / "root", models)
     elsewhere = EvalOutputs(
         metrics_file=tmp_path / "out" / "eval.json",
-        headline_file=tmp_path / "out" / "headline.json",
+        metrics_dir=tmp_path / "out",
         per_query_file=tmp_path / "out" / "per_query.parquet",
         reports_dir=tmp_path / "out" / "reports",
         figures=False,
@@ -566,7 +570,7 @@ def test_outputs_can_go_elsewhere(tmp_path: Path, models: Models) -> None:
     params = EvaluateParams(ks=(1, 10), dims=(16,), batch_size=8)
     run_evaluate(params, Paths(root), outputs=elsewhere, progress=False)
     assert elsewhere.metrics_file.is_file() and elsewhere.per_query_file.is_file()
-    assert elsewhere.headline_file.is_file()
+    assert (tmp_path / "out" / "named.json").is_file()
     assert (elsewhere.reports_dir / "compare.csv").is_file()
     assert (elsewhere.reports_dir / "metrics.csv").is_file()
     assert not (root / "metrics").exists() and not (root / "reports").exists()
@@ -773,11 +777,16 @@ def test_main_runs_the_stage_and_prints_the_headline(tmp_path: Path, models: Mod
     result = CliRunner().invoke(cli.app, ["evaluate", *argv])
     out = result.stdout
     assert result.exit_code == 0, result.output
-    headline = json.loads((root / "metrics" / "headline.json").read_text())
-    assert "10 queries, 36 passages" in out
-    assert f"mrr@10 {headline['candidate_mrr@10']:.4f} vs base {headline['base_mrr@10']:.4f}" in out
-    # The CLI runs promote's paired test (params.yaml defaults): p-values, printed once each.
-    assert isinstance(headline["p_mrr@10"], float) and out.count("p = ") + out.count("p < ") == 2
+    named = json.loads((root / "metrics" / "named.json").read_text())
+    masked = json.loads((root / "metrics" / "masked.json").read_text())
+    assert "36 passages" in out
+    assert (
+        f"named (10 queries): mrr@10 {named['mrr@10']:.4f} vs {named['base_mrr@10']:.4f}, "
+        f"ndcg@10 {named['ndcg@10']:.4f} vs {named['base_ndcg@10']:.4f}"
+    ) in out
+    assert f"masked (10 queries): mrr@10 {masked['mrr@10']:.4f}" in out
+    # The CLI runs promote's paired test (params.yaml defaults): a p-value per set, once.
+    assert isinstance(named["p_mrr@10"], float) and out.count("p = ") + out.count("p < ") == 2
     assert json.loads((root / "metrics" / "eval.json").read_text())["dims"] == [32, 16]
     assert not (root / "reports" / "eval" / "compare.png").exists()
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pandas as pd
 import pytest
 
 import metrics_rs
+from pipelines.common.metric_records import EvalSetBlock, SetHeadline
 from pipelines.common.reporting import format_p_value, round_p_value
-from pipelines.evaluate.headline import PairedTest, headline, paired_p_value
+from pipelines.evaluate.scoring import paired_test_p_value
 
 
 @pytest.mark.parametrize(
@@ -39,19 +39,9 @@ def test_p_values_keep_two_significant_digits() -> None:
     assert round_p_value(None) is None and round_p_value(math.nan) is None
 
 
-def per_query_frame(candidate: list[float], base: list[float]) -> pd.DataFrame:
-    rows = [
-        {"query_id": f"q{i}", "model": model, "dim": 8, "metric": "mrr@10", "value": value}
-        for model, values in (("candidate", candidate), ("base", base))
-        for i, value in enumerate(values)
-    ]
-    return pd.DataFrame(rows)
-
-
 def test_the_paired_test_skips_queries_without_a_score_on_both_sides() -> None:
     candidate = [1.0, 0.5, 1.0, math.nan, 0.25, 1.0]
     base = [0.5, 0.5, 0.2, math.nan, 0.2, 0.1]
-    test = PairedTest("randomization", 500, 1)
     expected = metrics_rs.paired_test(
         np.array([1.0, 0.5, 1.0, 0.25, 1.0]),
         np.array([0.5, 0.5, 0.2, 0.2, 0.1]),
@@ -59,28 +49,32 @@ def test_the_paired_test_skips_queries_without_a_score_on_both_sides() -> None:
         n_resamples=500,
         seed=1,
     )["p_value"]
-    assert paired_p_value(per_query_frame(candidate, base), 8, "mrr@10", test) == expected
-    # No per-query scores for the metric: no test, no p-value.
-    assert paired_p_value(per_query_frame(candidate, base), 8, "ndcg@10", test) is None
+    found = paired_test_p_value(
+        np.array(candidate), np.array(base), method="randomization", n_resamples=500, seed=1
+    )
+    assert found == expected
 
 
-def test_headline_without_a_test_or_a_base_score_says_null() -> None:
-    summary = {
-        "n_queries": 3,
-        "ks": [1, 5],  # a corpus under 10 passages: the headline is @5
-        "primary_dim": 8,
-        "candidate": {"dim_8": {"mrr@5": 0.123456, "ndcg@5": 0.5}},
-        "base": {"dim_8": {"mrr@5": 0.1}},
-    }
-    values = headline(summary, per_query_frame([], []), None)
-    assert values == {
+def test_a_sets_headline_without_a_test_or_a_base_score_says_null() -> None:
+    block = EvalSetBlock.from_json(
+        {
+            "n_queries": 3,
+            "words_in_relevant": 0.5,
+            # a corpus under 10 passages: the headline is @5
+            "scores": {"candidate": {"mrr@5": 0.123456, "ndcg@5": 0.5, "recall@5": 0.7}},
+            "delta": {},
+            "p_value": {},
+        }
+    )
+    found = block.headline("masked", ["mrr@5", "ndcg@5"], "mrr@5")
+    assert found.to_json() == {
         "queries": 3,
-        "candidate_mrr@5": 0.1235,
-        "base_mrr@5": 0.1,
-        "delta_mrr@5": 0.0235,
-        "candidate_ndcg@5": 0.5,
+        "mrr@5": 0.1235,
+        "ndcg@5": 0.5,
+        "base_mrr@5": None,
         "base_ndcg@5": None,
-        "delta_ndcg@5": None,
         "p_mrr@5": None,
-        "p_ndcg@5": None,
     }
+    assert SetHeadline.from_json("masked", found.to_json()) == SetHeadline(
+        "masked", 3, {"mrr@5": 0.1235, "ndcg@5": 0.5}, {}, "mrr@5", None, ("mrr@5", "ndcg@5")
+    )

@@ -4,7 +4,6 @@ record of a failed night, and the work pools ``prefect deploy`` needs."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 from uuid import uuid4
 
 import pytest
@@ -18,6 +17,7 @@ from webhook import receiving_webhook
 from flows import hooks
 from flows.outcome import failure_reason, outcome_notice, promotion_table
 from pipelines.common.config import load_params
+from pipelines.common.metric_records import PromotionRecord, SetFigures
 from pipelines.common.paths import Paths
 from pipelines.common.registry import tracking_uri
 from pipelines.common.reporting import metric_label
@@ -27,13 +27,14 @@ from pipelines.promote.promotion import PromotionResult
 from pipelines.promote.run_log import OUTCOME_TAG, REASON_TAG
 
 
-def promotion(*, promote: bool, against: str) -> dict[str, Any]:
+def promotion(*, promote: bool, against: str, tested: str = "mrr@10") -> PromotionRecord:
     """``metrics/promotion.json`` as promote writes it."""
-    return promotion_result(promote=promote, against=against).as_json()
+    result = promotion_result(promote=promote, against=against, tested=tested)
+    return PromotionRecord.from_json(result.as_json())
 
 
 def promotion_result(
-    *, promote: bool, against: str, already_registered: bool = False
+    *, promote: bool, against: str, already_registered: bool = False, tested: str = "mrr@10"
 ) -> PromotionResult:
     base = {"mrr@10": 0.5468, "ndcg@10": 0.5404}
     other = {"mrr@10": 0.601, "ndcg@10": 0.58} if against == "champion" else base
@@ -46,6 +47,19 @@ def promotion_result(
         deltas={metric: candidate[metric] - other[metric] for metric in candidate},
         candidate=candidate,
         other=other,
+        query_set="masked",
+    )
+    champion = other if against == "champion" else None
+    figures = (
+        SetFigures("masked", 194, candidate, base, champion, decision.p_value),
+        SetFigures(  # the named set follows with its own figures
+            "named",
+            194,
+            {"mrr@10": 0.7444, "ndcg@10": 0.716},
+            {"mrr@10": 0.6094, "ndcg@10": 0.6131},
+            None if champion is None else {"mrr@10": 0.7401, "ndcg@10": 0.7111},
+            0.62,
+        ),
     )
     return PromotionResult(
         registered_model="math-embed",
@@ -58,14 +72,17 @@ def promotion_result(
         already_registered=already_registered,
         tracking_uri="sqlite:///mlruns/mlflow.db",
         decided_at="2026-11-24T02:00:00+00:00",
-        base_scores=base,
+        figures=figures,
+        significance_metric=tested,
     )
 
 
 def test_the_promotion_table_has_every_side_the_gain_p_and_decision() -> None:
-    rows = promotion_table(promotion(promote=True, against="champion"), "mrr@10")
+    rows = promotion_table(promotion(promote=True, against="champion"))
     assert rows == [
         {
+            "query set": "masked",
+            "queries": 194,
             "metric": "MRR@10",
             "candidate": 0.6561,
             "base": 0.5468,
@@ -75,6 +92,8 @@ def test_the_promotion_table_has_every_side_the_gain_p_and_decision() -> None:
             "decision": "promoted",
         },
         {
+            "query set": "masked",
+            "queries": 194,
             "metric": "NDCG@10",
             "candidate": 0.6242,
             "base": 0.5404,
@@ -83,14 +102,36 @@ def test_the_promotion_table_has_every_side_the_gain_p_and_decision() -> None:
             "p": None,  # the test ran on MRR@10 only
             "decision": "promoted",
         },
+        {  # each other set on rows of its own, every number on its queries
+            "query set": "named",
+            "queries": 194,
+            "metric": "MRR@10",
+            "candidate": 0.7444,
+            "base": 0.6094,
+            "champion": 0.7401,
+            "gain over champion": 0.0043,
+            "p": 0.62,
+            "decision": "promoted",
+        },
+        {
+            "query set": "named",
+            "queries": 194,
+            "metric": "NDCG@10",
+            "candidate": 0.716,
+            "base": 0.6131,
+            "champion": 0.7111,
+            "gain over champion": 0.0049,
+            "p": None,
+            "decision": "promoted",
+        },
     ]
 
 
 def test_without_a_champion_the_gain_is_over_the_base_model() -> None:
-    rows = promotion_table(promotion(promote=False, against="base"), "ndcg@10")
-    assert [row["champion"] for row in rows] == [None, None]
-    assert [row["gain over base"] for row in rows] == [0.1093, 0.0838]
-    assert [row["p"] for row in rows] == [None, 0.0001]
+    rows = promotion_table(promotion(promote=False, against="base", tested="ndcg@10"))
+    assert [row["champion"] for row in rows] == [None, None, None, None]
+    assert [row["gain over base"] for row in rows] == [0.1093, 0.0838, 0.135, 0.1029]
+    assert [row["p"] for row in rows] == [None, 0.0001, None, 0.62]
     assert {row["decision"] for row in rows} == {"not promoted"}
 
 
@@ -111,7 +152,7 @@ def test_a_decision_notice_reaches_the_webhook(promote: bool, outcome: str) -> N
         assert hooks.post_webhook(webhook.url, notice, None)
     (received,) = webhook.reports
     assert received["outcome"] == outcome and received["version"] == "3"
-    assert received["reason"] == record["reason"] and received["message"] == "Promoted ..."
+    assert received["reason"] == record.reason and received["message"] == "Promoted ..."
     assert received["step"] is None  # the failure report's keys, so one receiver reads both
 
 

@@ -3,20 +3,15 @@ section, and the decision a version's tags record (both layouts)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
-import pytest
-
+from pipelines.common.metric_records import SetFigures
 from pipelines.promote.card import CardFacts, decision_line, model_card, model_readme
 from pipelines.promote.decision import Decision
-from pipelines.promote.headline import (
-    evaluate_extras,
-    evaluate_headline,
-    promotion_headline,
-    run_metrics,
-)
+from pipelines.promote.headline import run_metrics
 from pipelines.promote.run_inputs import dvc_md5_of
-from pipelines.promote.tags import recorded_base_scores, recorded_decision
+from pipelines.promote.tags import recorded_decision, recorded_figures
 
 WON = Decision(
     promote=True,
@@ -26,6 +21,19 @@ WON = Decision(
     deltas={"mrr@10": 0.055, "ndcg@10": 0.03},
     candidate={"mrr@10": 0.656, "ndcg@10": 0.61},
     other={"mrr@10": 0.601, "ndcg@10": 0.58},
+    query_set="masked",
+)
+#: WON's figures: the masked set decided; the named set follows, its numbers its own.
+FIGURES = (
+    SetFigures("masked", 194, WON.candidate, {"mrr@10": 0.47, "ndcg@10": 0.45}, WON.other, 0.0001),
+    SetFigures(
+        "named",
+        194,
+        {"mrr@10": 0.74, "ndcg@10": 0.71},
+        {"mrr@10": 0.61, "ndcg@10": 0.6},
+        {"mrr@10": 0.73, "ndcg@10": 0.7},
+        0.42,
+    ),
 )
 
 
@@ -34,9 +42,12 @@ def facts(decision: Decision = WON) -> CardFacts:
         registered_model="math-embed",
         fingerprint="f" * 64,
         decision=decision,
-        base_scores={"mrr@10": 0.47, "ndcg@10": 0.45},
+        figures=(
+            FIGURES
+            if decision.compared_against == "champion"
+            else (dataclasses.replace(FIGURES[0], champion=None),)
+        ),
         compared_version="2" if decision.compared_against == "champion" else None,
-        queries=194,
         relevance_scope="defining",
         base_model="offline-minilm",
         training_data_hash="d" * 64,
@@ -49,60 +60,37 @@ def facts(decision: Decision = WON) -> CardFacts:
     )
 
 
-def test_the_headline_is_derived_from_eval_json_when_evaluate_wrote_none() -> None:
-    eval_json = {
-        "n_queries": 194,
-        "primary_dim": 384,
-        "candidate": {"dim_384": {"mrr@10": 0.65612, "ndcg@10": 0.6}, "dim_64": {"mrr@10": 0.1}},
-        "base": {"dim_384": {"mrr@10": 0.47, "ndcg@10": 0.5}},
-    }
-    assert evaluate_headline(None, eval_json) == {
-        "queries": 194,
-        "candidate_mrr@10": 0.6561,
-        "base_mrr@10": 0.47,
-        "delta_mrr@10": 0.1861,
-        "p_mrr@10": None,
-        "candidate_ndcg@10": 0.6,
-        "base_ndcg@10": 0.5,
-        "delta_ndcg@10": 0.1,
-        "p_ndcg@10": None,
-    }
-    written = {"queries": 3, "candidate_mrr@10": 0.5}
-    assert evaluate_headline(written, eval_json) == written  # evaluate's file wins
-    # Evaluate adds its p-values, and only when it scored the queries promotion did.
-    extras = {"queries": 194, "p_mrr@10": 0.01, "candidate_mrr@10": 0.7}
-    assert evaluate_extras(extras, {"queries": 194}) == {"p_mrr@10": 0.01}
-    assert evaluate_extras(extras, {"queries": 19}) == {}  # a stale eval.json
-
-
-def test_promotion_headline_and_run_metrics_are_flat_and_mlflow_safe() -> None:
-    flat = promotion_headline(WON, {"mrr@10": 0.47, "ndcg@10": 0.45})
-    assert flat["decision"] == "promoted"
-    assert flat["champion_mrr@10"] == 0.601
-    assert flat["delta_champion_mrr@10"] == pytest.approx(0.055)
-    assert flat["delta_base_ndcg@10"] == pytest.approx(0.16)
-    assert flat["p_value"] == 0.0001
-    metrics = run_metrics({"queries": 194, "p_mrr@10": None, "x": True}, flat)
+def test_run_metrics_name_their_set_and_are_mlflow_safe() -> None:
+    metrics = run_metrics(FIGURES)
     assert "@" not in "".join(metrics)
-    assert metrics["candidate_mrr_at_10"] == 0.656 and metrics["queries"] == 194.0
-    assert "p_mrr_at_10" not in metrics and "x" not in metrics and "decision" not in metrics
-    against_base = promotion_headline(
-        Decision(False, "no", None, "base", {"mrr@10": -0.1}, {"mrr@10": 0.4}, {"mrr@10": 0.5}),
-        {"mrr@10": 0.5},
-    )
-    assert against_base["decision"] == "not promoted"
-    assert against_base["champion_mrr@10"] is None
+    assert metrics["masked.candidate_mrr_at_10"] == 0.656
+    assert metrics["masked.base_mrr_at_10"] == 0.47
+    assert metrics["masked.champion_ndcg_at_10"] == 0.58
+    assert metrics["named.base_mrr_at_10"] == 0.61
+    assert metrics["masked.p_value"] == 0.0001 and metrics["named.queries"] == 194.0
+    no_champion = run_metrics([SetFigures("named", 3, {"mrr@10": 0.5}, {"mrr@10": 0.4})])
+    assert no_champion == {
+        "named.queries": 3.0,
+        "named.candidate_mrr_at_10": 0.5,
+        "named.base_mrr_at_10": 0.4,
+    }
 
 
 def test_the_card_puts_the_decision_first_and_describes_the_eval_set() -> None:
     card = model_card(facts(), version="3")
     first = card.splitlines()[0]
     assert first == (
-        "**Promoted math-embed v3 to @champion over champion v2: "
+        "**Promoted math-embed v3 to @champion over champion v2 on the masked set: "
         "MRR@10 0.6560 vs 0.6010 (+0.0550, p = 0.0001)**"
     )
-    assert "| MRR@10 | 0.6560 | 0.4700 (+0.1860) | 0.6010 (+0.0550) |" in card
-    assert "194 queries, one per held-out concept" in card
+    rows = [line for line in card.splitlines() if line.startswith("| ")]
+    assert rows[2:] == [  # the deciding set first, then each other set, each its own
+        "| masked | 194 | MRR@10 | 0.6560 | 0.4700 (+0.1860) | 0.6010 (+0.0550) |",
+        "| masked | 194 | NDCG@10 | 0.6100 | 0.4500 (+0.1600) | 0.5800 (+0.0300) |",
+        "| named | 194 | MRR@10 | 0.7400 | 0.6100 (+0.1300) | 0.7300 (+0.0100) |",
+        "| named | 194 | NDCG@10 | 0.7100 | 0.6000 (+0.1100) | 0.7000 (+0.0100) |",
+    ]
+    assert "Query sets: masked (194 queries), named (194 queries)" in card
     assert "`pairs.qrels_scope = defining`" in card and "defines or states" in card
     assert "over 3393 passages" in card
     assert "Base model: `offline-minilm`" in card
@@ -134,10 +122,11 @@ def test_a_decision_is_read_back_from_either_tag_layout() -> None:
         "candidate": WON.candidate,
         "other": WON.other,
         "deltas": WON.deltas,
-        "base": {"mrr@10": 0.47},
+        "decided_on": "masked",
+        "sets": {found.query_set: found.to_json() for found in FIGURES},
     }
     assert recorded_decision({"decision_record": json.dumps(record)}) == WON
-    assert recorded_base_scores({"decision_record": json.dumps(record)}) == {"mrr@10": 0.47}
+    assert recorded_figures({"decision_record": json.dumps(record)}) == FIGURES
     legacy = {  # a version registered before decision_record existed
         "decision": "promoted",
         "reason": WON.reason,
@@ -148,8 +137,13 @@ def test_a_decision_is_read_back_from_either_tag_layout() -> None:
         **{f"champion.{m.replace('@', '_at_')}": repr(v) for m, v in WON.other.items()},
         **{f"delta.{m.replace('@', '_at_')}": repr(v) for m, v in WON.deltas.items()},
     }
-    assert recorded_decision(legacy) == WON
-    assert recorded_base_scores(legacy) == {}  # the old layout kept no base scores then
+    unnamed = dataclasses.replace(WON, query_set="unrecorded")  # the old layouts named none
+    assert recorded_decision(legacy) == unnamed
+    # The old layouts' figures: only the candidate and the side it was compared with, from
+    # the one set they were decided on (their base scores may be another set's).
+    assert recorded_figures(legacy) == (
+        SetFigures("unrecorded", 0, WON.candidate, {}, WON.other, WON.p_value),
+    )
 
 
 def test_a_file_gets_the_dvc_hash_of_the_closest_tracked_path() -> None:

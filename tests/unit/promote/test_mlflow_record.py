@@ -22,22 +22,10 @@ from pipelines.common.registry import connect, fluent_uri, tracking_uri
 from pipelines.promote.candidate import Candidate
 from pipelines.promote.run_log import training_run_id
 
-HEADLINE = {
-    "queries": 10,
-    "candidate_mrr@10": 0.9,
-    "base_mrr@10": 0.2,
-    "delta_mrr@10": 0.7,
-    "candidate_ndcg@10": 0.8,
-    "base_ndcg@10": 0.2,
-    "delta_ndcg@10": 0.6,
-    "p_mrr@10": 0.002,
-    "p_ndcg@10": None,
-}
 DVC_DIR_MD5 = "0123456789abcdef0123456789abcdef.dir"  # promotion_worlds' dvc.lock
 
 
 def test_a_promotion_run_is_a_record_a_person_can_read(world: World, bow_models: Models) -> None:
-    write_json(world.root / "metrics" / "headline.json", HEADLINE)
     (world.root / "reports" / "eval" / "metrics.csv").write_text(
         "model,dim,metric,value\ncandidate,16,mrr@10,0.9\nbase,16,mrr@10,0.2\n"
     )
@@ -50,11 +38,14 @@ def test_a_promotion_run_is_a_record_a_person_can_read(world: World, bow_models:
     # The headline only (and train's loss curve): MLflow's chart view opens on them.
     assert len(metrics) <= 20, sorted(metrics)
     assert not [name for name in metrics if name.startswith("eval.")]
-    assert metrics["queries"] == 10
-    assert metrics["p_mrr_at_10"] == 0.002
-    assert metrics["candidate_mrr_at_10"] == pytest.approx(result.decision.candidate["mrr@10"])
-    assert metrics["base_ndcg_at_10"] == pytest.approx(result.decision.other["ndcg@10"])
-    assert "champion_mrr_at_10" not in metrics  # no champion yet: nothing to log
+    # Each named by its set (this world's gate, named, decided).
+    assert metrics["named.queries"] == 10
+    assert metrics["named.p_value"] == pytest.approx(result.decision.p_value)
+    assert metrics["named.candidate_mrr_at_10"] == pytest.approx(
+        result.decision.candidate["mrr@10"]
+    )
+    assert metrics["named.base_ndcg_at_10"] == pytest.approx(result.decision.other["ndcg@10"])
+    assert "named.champion_mrr_at_10" not in metrics  # no champion yet: nothing to log
 
     tags = run.data.tags
     assert tags["mathembed.outcome"] == "promoted"
@@ -85,7 +76,7 @@ def test_a_promotion_run_is_a_record_a_person_can_read(world: World, bow_models:
     version = client.get_model_version(MODEL_NAME, "1")
     description = version.description
     assert description.startswith("**Promoted math-embed v1 to @champion over the base model")
-    assert "10 queries, one per held-out concept" in description
+    assert "Query sets: named (10 queries)" in description
     assert "over 20 passages" in description and "2 pairs" in description
     assert 'load_model("models:/math-embed/1")' in description
     assert (world.root / "reports" / "nightly" / "trend.png").read_bytes()[:4] == b"\x89PNG"

@@ -46,12 +46,13 @@ def test_each_outcome_leaves_one_run_listed_with_its_reason(world: World) -> Non
 
 
 def test_the_trend_follows_the_champion_across_nights(world: World) -> None:
+    gate = world.params.promote.gate  # the set every night scores: the nights compare
     first = record_night(
         world.paths,
         world.params,
         "promoted",
         "first champion",
-        {"candidate_mrr@10": 0.5, "candidate_ndcg@10": 0.45},
+        {f"{gate}.candidate_mrr_at_10": 0.5, f"{gate}.candidate_ndcg_at_10": 0.45},
     )
     record_night(world.paths, world.params, "nothing to do", "no new papers")
     last = record_night(
@@ -59,16 +60,24 @@ def test_the_trend_follows_the_champion_across_nights(world: World) -> None:
         world.params,
         "not promoted",
         "lost to the champion",
-        {"candidate_mrr@10": 0.4, "champion_mrr@10": 0.55, "champion_ndcg@10": 0.5},
+        {
+            f"{gate}.candidate_mrr_at_10": 0.4,
+            f"{gate}.champion_mrr_at_10": 0.55,
+            f"{gate}.champion_ndcg_at_10": 0.5,
+            # another set's figure is not the trend's
+            f"{'masked' if gate == 'named' else 'named'}.champion_mrr_at_10": 0.9,
+        },
     )
     assert first and last
 
     client = client_of(world)
     experiment = client.get_experiment_by_name(world.params.promote.experiment)
-    points = trend_points(client.search_runs([experiment.experiment_id]))
+    points = trend_points(
+        client.search_runs([experiment.experiment_id]), gate, ("mrr@10", "ndcg@10")
+    )
     assert [point.outcome for point in points] == ["promoted", "nothing to do", "not promoted"]
-    assert [point.champion.get("mrr_at_10") for point in points] == [0.5, None, 0.55]
-    assert points[2].champion["ndcg_at_10"] == 0.5
+    assert [point.champion.get("mrr@10") for point in points] == [0.5, None, 0.55]
+    assert points[2].champion["ndcg@10"] == 0.5
 
     figure = trend_path(world.paths)
     assert figure.read_bytes().startswith(PNG_MAGIC)
