@@ -231,8 +231,8 @@ def score_hybrid(
             per_query=True,
             n_docs=n_docs,
         )
-        per_query = dict(result.pop("per_query"))
-        means = {m: float(v) for m, v in result.items() if m not in ("n_queries", "n_skipped")}
+        per_query = dict(result.get("per_query", {}))
+        means = dict(result["means"])
         scores[query_set] = SubsetScores(
             len(subset.rows), subset_ks, {dim: means}, {dim: per_query}
         )

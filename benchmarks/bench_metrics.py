@@ -663,7 +663,9 @@ def bench_evaluate(
     size, ks, qrels = report.size, report.size.ks, data.qrels
     print(f"  [{size.name}] evaluate: metrics_rs, ranx, pytrec_eval ...", flush=True)
     timing, rs_result = time_best(
-        lambda _p: metrics_rs.evaluate(ids, qrels, ks), max(5, size.repeats), size.warmup
+        lambda _p: metrics_rs.evaluate(ids, qrels, ks)["means"],
+        max(5, size.repeats),
+        size.warmup,
     )
     report.record("evaluate metrics_rs", timing)
     if available("ranx"):
@@ -724,7 +726,7 @@ def bench_end_to_end(
 
     def rs_end_to_end(_p: Phases) -> dict[str, Any]:
         ids, _ = metrics_rs.knn(q, c, size.k, metric="cosine")
-        return cast(dict[str, Any], metrics_rs.evaluate(ids, qrels, ks))
+        return cast(dict[str, Any], metrics_rs.evaluate(ids, qrels, ks)["means"])
 
     timing, rs_result = time_best(rs_end_to_end, size.e2e_repeats, size.warmup)
     report.record("e2e metrics_rs knn+evaluate", timing)

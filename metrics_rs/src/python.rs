@@ -212,10 +212,12 @@ fn evaluate<'py>(
         crate::metrics::evaluate(ranking, judged, &ks, policy, n_docs)
     })?;
 
-    let out = PyDict::new(py);
+    let means = PyDict::new(py);
     for (name, mean) in result.names.iter().zip(&result.means) {
-        out.set_item(name, mean)?;
+        means.set_item(name, mean)?;
     }
+    let out = PyDict::new(py);
+    out.set_item("means", means)?;
     out.set_item("n_queries", result.n_evaluated)?;
     out.set_item("n_skipped", result.n_skipped)?;
     if per_query {

@@ -108,12 +108,8 @@ def score_model(
             result = metrics_rs.evaluate(
                 rankings, subset.qrels, subset_ks, per_query=True, n_docs=n_docs
             )
-            per_query[name][dim] = dict(result.pop("per_query"))
-            means[name][dim] = {
-                metric: float(value)
-                for metric, value in result.items()
-                if metric not in ("n_queries", "n_skipped")
-            }
+            per_query[name][dim] = dict(result.get("per_query", {}))
+            means[name][dim] = dict(result["means"])
         timer.add("metrics", started)
     return {
         name: SubsetScores(len(subset.rows), subset_ks, means[name], per_query[name])
@@ -246,12 +242,8 @@ def score_lexical(
         result = metrics_rs.evaluate(
             rankings, subset.qrels, subset_ks, per_query=True, n_docs=n_docs
         )
-        per_query = dict(result.pop("per_query"))
-        means = {
-            metric: float(value)
-            for metric, value in result.items()
-            if metric not in ("n_queries", "n_skipped")
-        }
+        per_query = dict(result.get("per_query", {}))
+        means = dict(result["means"])
         scores[name] = SubsetScores(
             len(subset.rows), subset_ks, {LEXICAL_DIM: means}, {LEXICAL_DIM: per_query}
         )

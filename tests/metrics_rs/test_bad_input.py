@@ -179,7 +179,7 @@ def test_evaluate_n_docs_boundary_is_exclusive():
 def test_evaluate_duplicates_across_rows_are_fine():
     ranked = np.array([[1, 2, 3], [3, 2, 1]], dtype=np.int64)
     res = metrics_rs.evaluate(ranked, [{1: 1}, {1: 1}], [3])
-    assert res["mrr@3"] == pytest.approx((1 + 1 / 3) / 2, abs=1e-12)
+    assert res["means"]["mrr@3"] == pytest.approx((1 + 1 / 3) / 2, abs=1e-12)
 
 
 def _no_relevant_case():
@@ -200,8 +200,9 @@ def test_no_relevant_zero_scores_zero_and_counts():
         assert arr[1] == 0.0 and arr[3] == 0.0, key
         np.testing.assert_allclose(arr[[0, 2]], good["per_query"][key], rtol=0, atol=1e-12)
         # the zeros count in the mean
-        assert res[key] == pytest.approx(float(np.sum(good["per_query"][key])) / 4, abs=1e-12), key
-    assert res["recall@4"] > 0  # the check above is not vacuous
+        expected = float(np.sum(good["per_query"][key])) / 4
+        assert res["means"][key] == pytest.approx(expected, abs=1e-12), key
+    assert res["means"]["recall@4"] > 0  # the check above is not vacuous
 
 
 def test_no_relevant_skip_excludes_from_means():
@@ -215,13 +216,13 @@ def test_no_relevant_skip_excludes_from_means():
         assert arr.dtype == np.float64 and arr.shape == (4,)
         assert np.isnan(arr[1]) and np.isnan(arr[3]), key
         np.testing.assert_allclose(arr[[0, 2]], good["per_query"][key], rtol=0, atol=1e-12)
-        assert res[key] == pytest.approx(good[key], abs=1e-12), key
-        assert res[key] == pytest.approx(float(np.nanmean(arr)), abs=1e-12), key
+        assert res["means"][key] == pytest.approx(good["means"][key], abs=1e-12), key
+        assert res["means"][key] == pytest.approx(float(np.nanmean(arr)), abs=1e-12), key
     # without per_query the means and counts are the same
     plain = metrics_rs.evaluate(ranked, qrels, ks, no_relevant="skip")
     assert plain["n_queries"] == 2 and plain["n_skipped"] == 2
     for key in res["per_query"]:
-        assert plain[key] == res[key]
+        assert plain["means"][key] == res["means"][key]
 
 
 def test_no_relevant_modes_agree_when_every_query_has_relevant():
@@ -230,7 +231,7 @@ def test_no_relevant_modes_agree_when_every_query_has_relevant():
         metrics_rs.evaluate(ranked, QRELS, KS, no_relevant=mode)
         for mode in ("error", "zero", "skip")
     ]
-    for key in results[0]:
+    for key in results[0]:  # the means and the counts
         assert results[1][key] == results[0][key] and results[2][key] == results[0][key], key
 
 

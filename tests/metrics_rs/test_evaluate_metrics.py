@@ -106,7 +106,7 @@ def assert_parity(ranked, qrels, ks, **kwargs):
         got = per_query[key]
         assert got.dtype == np.float64 and got.shape == (len(ranked),), key
         np.testing.assert_allclose(got, want, rtol=0, atol=TOL, err_msg=key)
-        assert result[key] == pytest.approx(float(np.mean(want)), abs=TOL), key
+        assert result["means"][key] == pytest.approx(float(np.mean(want)), abs=TOL), key
     assert result["n_queries"] == len(ranked)
     assert result["n_skipped"] == 0
     return result
@@ -204,7 +204,7 @@ def test_hand_computed_example():
         "hit@4": 1.0,
     }
     for key, want in expected.items():
-        assert res[key] == pytest.approx(want, abs=1e-12), key
+        assert res["means"][key] == pytest.approx(want, abs=1e-12), key
     assert res["n_queries"] == 1 and res["n_skipped"] == 0
 
 
@@ -212,16 +212,16 @@ def test_result_keys_and_types():
     ranked, qrels = random_case(10, n_q=6, width=8, pool_size=30)
     res = metrics_rs.evaluate(ranked, qrels, [2, 8])
     metric_keys = {f"{m}@{k}" for m in METRICS for k in (2, 8)}
-    assert metric_keys <= set(res)
-    assert "per_query" not in res
+    assert set(res) == {"means", "n_queries", "n_skipped"}  # no per_query unless asked
+    assert metric_keys <= set(res["means"])
     for key in metric_keys:
-        assert isinstance(res[key], float), key
+        assert isinstance(res["means"][key], float), key
     assert res["n_queries"] == 6 and res["n_skipped"] == 0
     assert isinstance(res["n_queries"], int) and isinstance(res["n_skipped"], int)
     res_pq = metrics_rs.evaluate(ranked, qrels, [2, 8], per_query=True)
     assert metric_keys <= set(res_pq["per_query"])
     for key in metric_keys:
-        assert res_pq[key] == res[key]
+        assert res_pq["means"][key] == res["means"][key]
 
 
 @pytest.mark.parametrize("no_relevant", ["error", "zero", "skip"])
@@ -233,19 +233,19 @@ def test_per_query_aligned_with_rows_and_nanmean_is_mean(no_relevant):
     for key in (f"{m}@{k}" for m in METRICS for k in ks):
         arr = per_query[key]
         assert isinstance(arr, np.ndarray) and arr.dtype == np.float64 and arr.shape == (20,)
-        assert float(np.nanmean(arr)) == pytest.approx(res[key], abs=1e-12)
+        assert float(np.nanmean(arr)) == pytest.approx(res["means"][key], abs=1e-12)
     # alignment: evaluating a single row gives that row's per-query value
     perm = np.random.default_rng(0).permutation(20)
     res_perm = metrics_rs.evaluate(ranked[perm], [qrels[i] for i in perm], ks, per_query=True)
     for i in (0, 7, 19):
         single = metrics_rs.evaluate(ranked[i : i + 1], [qrels[i]], ks)
         for key in per_query:
-            assert per_query[key][i] == pytest.approx(single[key], abs=1e-12), key
+            assert per_query[key][i] == pytest.approx(single["means"][key], abs=1e-12), key
     for key in per_query:
         np.testing.assert_allclose(
             res_perm["per_query"][key], per_query[key][perm], rtol=0, atol=1e-12
         )
-        assert res_perm[key] == pytest.approx(res[key], abs=1e-12)
+        assert res_perm["means"][key] == pytest.approx(res["means"][key], abs=1e-12)
 
 
 def test_n_docs_does_not_change_results():
@@ -270,7 +270,7 @@ def test_qrels_accepts_tuple_of_dicts():
     ref = metrics_rs.evaluate(ranked, qrels, [5])
     alt = metrics_rs.evaluate(ranked, tuple(qrels), [5])
     for key in (f"{m}@5" for m in METRICS):
-        assert alt[key] == ref[key]
+        assert alt["means"][key] == ref["means"][key]
 
 
 def test_ks_sequence_types():
@@ -278,7 +278,7 @@ def test_ks_sequence_types():
     a = metrics_rs.evaluate(ranked, qrels, [2, 5])
     b = metrics_rs.evaluate(ranked, qrels, (5, 2))
     for key in (f"{m}@{k}" for m in METRICS for k in (2, 5)):
-        assert a[key] == b[key]
+        assert a["means"][key] == b["means"][key]
 
 
 def test_non_contiguous_ranked_ids_are_read_row_major():

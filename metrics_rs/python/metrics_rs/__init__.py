@@ -21,9 +21,10 @@ The one place where mathembed defines its retrieval metrics. Public API:
     grade for query row ``i``; grade >= 1 is relevant, 0 is judged non-relevant.
     A query with no relevant document is an error by default; ``no_relevant="zero"``
     scores it 0 on every metric, ``"skip"`` leaves it out of the means (its
-    per-query values are NaN). Returns ``{"mrr@10": ..., "n_queries": evaluated,
-    "n_skipped": skipped}`` and, with ``per_query=True``, ``"per_query"``: a dict of
-    ``float64[n_q]`` arrays aligned with the rows of ``ranked_ids``. ``n_docs``, when
+    per-query values are NaN). Returns an ``Evaluation`` (a TypedDict in the stub):
+    ``{"means": {"mrr@10": ..., ...}, "n_queries": evaluated, "n_skipped": skipped}`` and,
+    with ``per_query=True``, ``"per_query"``: a dict of ``float64[n_q]`` arrays aligned
+    with the rows of ``ranked_ids``. ``n_docs``, when
     given, bounds every document id. Duplicate ids within a ranking are an error.
 
 ``paired_test(a, b, *, method="randomization", n_resamples=10000, seed=0, confidence=0.95)``
@@ -32,7 +33,8 @@ The one place where mathembed defines its retrieval metrics. Public API:
     2**n <= n_resamples, else Monte Carlo with p = (hits + 1) / (n_resamples + 1));
     ``bootstrap`` resamples the centred differences; ``t`` is the paired t-test.
     ``ci_low``/``ci_high`` bound the mean difference: Student-t interval for ``t``,
-    percentile bootstrap for the other two. Returns ``{delta, p_value, ci_low, ci_high}``.
+    percentile bootstrap for the other two. Returns a ``PairedTest`` (a TypedDict in the
+    stub): ``{delta, p_value, ci_low, ci_high}``.
 
 Bad input raises ``ValueError`` or ``TypeError`` naming the argument; an internal
 Rust panic surfaces as ``RuntimeError``, never as an abort.

@@ -226,9 +226,7 @@ def independent_metrics(
     ks = [k for k in KS if k <= width]
     matrix = np.asarray([r[:width] for r in rankings], dtype=np.int64)
     result = metrics_rs.evaluate(matrix, judged, ks, per_query=True)
-    per_query = result.pop("per_query")
-    result.pop("n_queries"), result.pop("n_skipped")
-    return result, per_query["mrr@10"]
+    return result["means"], result["per_query"]["mrr@10"]
 
 
 # --------------------------------------------------------------------------- correctness
