@@ -29,6 +29,7 @@ from pipelines.common.paths import Paths
 from pipelines.common.tables import TABLES, write_table
 from pipelines.validate import balance
 from pipelines.validate.stage import INCOMPLETE, ValidationError, run_validate, validate_tables
+from pipelines.validate.summaries import quality_record
 
 # One query over a few passages: the eval set's shape is checked for a real corpus
 # (validate.min_queries 100), and by tests/unit/validate/test_eval_shape.py.
@@ -199,7 +200,8 @@ def _fake_report_module() -> types.ModuleType:
         index = paths.data_quality_reports / "index.html"
         index.parent.mkdir(parents=True, exist_ok=True)
         index.write_text("report", encoding="utf-8")
-        return types.SimpleNamespace(index_html=index, success=True, suites={})
+        record = quality_record([])  # no suite ran: nothing met, nothing failed
+        return types.SimpleNamespace(index_html=index, success=True, suites={}, record=record)
 
     fake.build_report = build_report  # type: ignore[attr-defined]
     return fake
