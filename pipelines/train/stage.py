@@ -134,7 +134,6 @@ from pipelines.train.tracking import (
 )
 from pipelines.train.validation import (
     IR_CURVE,
-    build_evaluator,
     ir_curve,
     kept_checkpoint,
     validation_set,
@@ -276,8 +275,10 @@ def _train(
                 model, pairs, params=params, cache_dir=paths.negatives_cache, pairs_hash=pairs_hash
             )
         train_pairs, _ = split_pairs(mining.pairs, pairs_path)
+    from pipelines.train.ir_evaluator import MetricsRsEvaluator  # needs sentence-transformers
+
     evaluator = (
-        build_evaluator(task, batch_size=params.batch_size, metric=params.best_checkpoint_metric)
+        MetricsRsEvaluator(task, batch_size=params.batch_size, metric=params.best_checkpoint_metric)
         if task.queries
         else None
     )

@@ -5,10 +5,13 @@ The query set comes from the validation split of the pairs (:func:`validation_se
 distinct anchor is a query, its positives are relevant; the corpus is the validation
 positives plus a seeded sample of training passages (positives and negatives) as
 distractors, up to ``train.max_validation_corpus`` passages, so the task is neither
-trivially small nor costly to embed every ``train.eval_steps``. Sentence-transformers'
-``InformationRetrievalEvaluator`` scores it (cosine, as evaluate scores normalised
-embeddings; at the full dimension, the one a Matryoshka model is served at by default),
-and the trainer keeps the checkpoint with the best ``train.best_checkpoint_metric``
+trivially small nor costly to embed every ``train.eval_steps``. ``MetricsRsEvaluator``
+(:mod:`pipelines.train.ir_evaluator`) scores it as evaluate and promotion score the
+held-out sets: normalised embeddings at the full dimension (the one a Matryoshka model is
+served at by default), ``metrics_rs.knn`` (cosine, its documented tie-breaking) and
+``metrics_rs.evaluate`` (trec_eval's MRR@10 and NDCG@10), so the step kept is chosen by the
+same metric definitions as the promotion (not sentence-transformers' own); the trainer
+keeps the checkpoint with the best ``train.best_checkpoint_metric``
 (``load_best_model_at_end``).
 
 The names of the score are here once: what the evaluator returns, what the trainer logs
@@ -20,16 +23,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import Any, Literal
 
 import pandas as pd
 
 from pipelines.common.reporting import mlflow_name
-
-if TYPE_CHECKING:
-    from sentence_transformers.sentence_transformer.evaluation import (
-        InformationRetrievalEvaluator,
-    )
 
 IrMetric = Literal["mrr@10", "ndcg@10"]
 #: The scores recorded at every evaluation; ``train.best_checkpoint_metric`` is one of them.
@@ -137,36 +135,3 @@ def kept_checkpoint(
         "evaluations": len(curve),
         "best_of": "validation IR" if best_step is not None else "last step",
     }
-
-
-# -- the evaluator ------------------------------------------------------------------------
-
-
-def build_evaluator(
-    task: ValidationSet, *, batch_size: int, metric: IrMetric
-) -> InformationRetrievalEvaluator:
-    """The evaluator of ``task``: cosine only (one set of scores to log), cut-offs at 10, no
-    CSV written into the checkpoints folder."""
-    from sentence_transformers.sentence_transformer.evaluation import (
-        InformationRetrievalEvaluator,
-    )
-    from sentence_transformers.util import cos_sim
-
-    evaluator = InformationRetrievalEvaluator(
-        # The evaluator takes any input modality; these are all texts.
-        queries=cast("dict[str, Any]", task.queries),
-        corpus=cast("dict[str, Any]", task.corpus),
-        relevant_docs=task.relevant,
-        mrr_at_k=[10],
-        ndcg_at_k=[10],
-        accuracy_at_k=[1, 10],
-        precision_recall_at_k=[10],
-        map_at_k=[10],
-        batch_size=batch_size,
-        name=EVALUATOR_NAME,
-        write_csv=False,
-        score_functions={SCORE_FUNCTION: cos_sim},
-    )
-    # The card's training-log column and its "primary" score: the one that picks the step.
-    evaluator.primary_metric = f"{SCORE_FUNCTION}_{metric}"
-    return evaluator

@@ -8,15 +8,18 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
 from test_train import STEPS_PER_EPOCH, make_root, toy_params
 from transformers import TrainerCallback
 
+import metrics_rs
 from pipelines.common import io
 from pipelines.common.models import model_fingerprint
 from pipelines.train.card import kept_checkpoint_note
+from pipelines.train.ir_evaluator import ir_means
 from pipelines.train.stage import run_train
 from pipelines.train.validation import ir_curve, kept_checkpoint, trainer_key, validation_set
 
@@ -60,6 +63,22 @@ def test_the_validation_set_is_its_anchors_positives_and_seeded_distractors() ->
     # More room than passages: all of them. Less room than positives: positives only.
     assert validation_set(validation, train, max_corpus=999, seed=3).n_distractors == 39
     assert validation_set(validation, train, max_corpus=1, seed=3).n_distractors == 0
+
+
+def test_the_validation_scores_are_metrics_rs_cosine_top_10() -> None:
+    # Two queries over three passages (under 10: ranked whole, the cut-off stays @10).
+    queries = np.array([[1.0, 0.0], [0.0, 1.0]], dtype=np.float32)
+    corpus = np.array([[2.0, 0.1], [0.6, 0.8], [0.1, 3.0]], dtype=np.float32)
+    # Query 0's passage comes first (cosine, not dot: passage 2 is longer); query 1's
+    # relevant passage 1 is second, behind passage 2.
+    means = ir_means(queries, corpus, [{0: 1}, {1: 1}])
+    assert means == {
+        "mrr@10": pytest.approx((1 + 1 / 2) / 2, abs=1e-12),
+        "ndcg@10": pytest.approx((1 + 1 / np.log2(3)) / 2, abs=1e-12),
+    }
+    ranked, _ = metrics_rs.knn(queries, corpus, 3, metric="cosine")
+    expected = metrics_rs.evaluate(ranked, [{0: 1}, {1: 1}], [3])["means"]
+    assert means["mrr@10"] == expected["mrr@3"] and means["ndcg@10"] == expected["ndcg@3"]
 
 
 def test_the_step_kept_is_the_trainers_best_and_the_card_says_why() -> None:

@@ -1,0 +1,99 @@
+"""The validation task's IR scores during training, computed as evaluate and promotion
+compute the held-out sets': normalised embeddings at the full dimension, ``metrics_rs.knn``
+(cosine, its documented tie-breaking) and ``metrics_rs.evaluate`` (trec_eval's
+definitions), so the checkpoint kept is chosen by the metrics that later decide on it.
+Imported only when training (it needs sentence-transformers), by
+:mod:`pipelines.train.stage`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+from sentence_transformers.base.evaluation.evaluator import BaseEvaluator
+
+from pipelines.train.validation import (
+    EVALUATOR_NAME,
+    IR_METRICS,
+    SCORE_FUNCTION,
+    IrMetric,
+    ValidationSet,
+)
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
+#: The cut-off of the IR scores.
+CUTOFF = 10
+
+
+def ir_means(
+    query_vectors: npt.NDArray[np.float32],
+    corpus_vectors: npt.NDArray[np.float32],
+    qrels: Sequence[Mapping[int, int]],
+) -> dict[str, float]:
+    """:data:`IR_METRICS` of the queries' cosine top ``CUTOFF`` corpus rows, by
+    ``metrics_rs`` (pure). A corpus under ``CUTOFF`` passages is ranked whole, its ranking
+    padded with passages judged for no query, so the cut-off stays ``CUTOFF``."""
+    import metrics_rs
+
+    depth = min(CUTOFF, len(corpus_vectors))
+    ranked, _ = metrics_rs.knn(query_vectors, corpus_vectors, depth, metric="cosine")
+    n_docs = len(corpus_vectors)
+    if depth < CUTOFF:  # ids past the corpus: never relevant, never a duplicate
+        padding = np.arange(n_docs, n_docs + CUTOFF - depth, dtype=np.int64)
+        ranked = np.hstack([ranked, np.tile(padding, (len(ranked), 1))])
+        n_docs += CUTOFF - depth
+    result = metrics_rs.evaluate(ranked, qrels, [CUTOFF], n_docs=n_docs)
+    return {metric: float(result["means"][metric]) for metric in IR_METRICS}
+
+
+class MetricsRsEvaluator(BaseEvaluator):
+    """The validation task's IR scores for the trainer, by :func:`ir_means`: logged as
+    ``eval_validation_cosine_mrr@10`` (:func:`trainer_key`), the primary score
+    ``train.best_checkpoint_metric``'s."""
+
+    def __init__(self, task: ValidationSet, *, batch_size: int, metric: IrMetric) -> None:
+        super().__init__()
+        self.name = EVALUATOR_NAME
+        self.batch_size = batch_size
+        self.primary_metric = f"{SCORE_FUNCTION}_{metric}"
+        self.query_ids = list(task.queries)
+        self.corpus_ids = list(task.corpus)
+        self.task = task
+        row = {doc_id: index for index, doc_id in enumerate(self.corpus_ids)}
+        self.qrels = [
+            {row[doc_id]: 1 for doc_id in task.relevant.get(query_id, ())}
+            for query_id in self.query_ids
+        ]
+
+    def __call__(
+        self,
+        model: SentenceTransformer,  # type: ignore[override]  # the base takes any model
+        output_path: str | None = None,
+        epoch: int = -1,
+        steps: int = -1,
+    ) -> dict[str, float]:
+        def embed(texts: list[str]) -> npt.NDArray[np.float32]:
+            vectors = model.encode(
+                texts,
+                batch_size=self.batch_size,
+                convert_to_numpy=True,
+                normalize_embeddings=True,
+                show_progress_bar=False,
+            )
+            return np.ascontiguousarray(vectors, dtype=np.float32)
+
+        means = ir_means(
+            embed([self.task.queries[query_id] for query_id in self.query_ids]),
+            embed([self.task.corpus[doc_id] for doc_id in self.corpus_ids]),
+            self.qrels,
+        )
+        metrics = self.prefix_name_to_metrics(
+            {f"{SCORE_FUNCTION}_{metric}": value for metric, value in means.items()}, self.name
+        )
+        self.store_metrics_in_model_card_data(model, metrics, epoch, steps)
+        return metrics
