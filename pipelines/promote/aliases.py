@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pipelines.common.config import PromoteParams
+from pipelines.common.metric_records import UNRECORDED
 from pipelines.common.paths import Paths
 from pipelines.common.registry import (
     ALIASES,
@@ -39,6 +40,8 @@ class AliasStatus:
     metrics: dict[str, float]
     tags: dict[str, str]
     files_problem: str | None = None
+    #: The query set ``metrics`` were measured on (the set that decided).
+    query_set: str = UNRECORDED
 
 
 def status(paths: Paths, promote: PromoteParams | None = None) -> list[AliasStatus]:
@@ -68,6 +71,7 @@ def status(paths: Paths, promote: PromoteParams | None = None) -> list[AliasStat
                     _own_metrics(found),
                     dict(found.tags),
                     missing_files_message(registry, found, problem) if problem else None,
+                    recorded_decision(found.tags).query_set,
                 )
             )
     return entries

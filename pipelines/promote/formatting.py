@@ -3,6 +3,7 @@ logs the same promotion summary)."""
 
 from __future__ import annotations
 
+from pipelines.common.metric_records import UNRECORDED
 from pipelines.common.redact import redact_url
 from pipelines.common.reporting import format_delta, format_p_value, format_score
 from pipelines.common.vector_store import TableCheck
@@ -50,8 +51,9 @@ def format_promotion(result: PromotionResult) -> str:
 
 
 def format_status(entries: list[AliasStatus]) -> str:
-    """One line per alias: version and the metrics it scored when it was decided on; a
-    version whose model files are missing gets a second line saying so and what to do."""
+    """One line per alias: version and the metrics it scored when it was decided on, with
+    the set they are on (``masked: mrr@10 0.2711``); a version whose model files are
+    missing gets a second line saying so and what to do."""
     lines = []
     for entry in entries:
         if entry.version is None:
@@ -60,6 +62,8 @@ def format_status(entries: list[AliasStatus]) -> str:
         metrics = "  ".join(
             f"{name} {format_score(value)}" for name, value in entry.metrics.items()
         )
+        if metrics and entry.query_set != UNRECORDED:  # the set the scores are on
+            metrics = f"{entry.query_set}: {metrics}"
         notes = []
         if TAG_ROLLED_BACK in entry.tags:
             notes.append(f"rolled back {entry.tags[TAG_ROLLED_BACK]}")

@@ -692,7 +692,7 @@ def test_the_command_line_shell_prints_decisions_status_and_refusals(
     result = invoke("status")
     assert result.exit_code == 0
     lines = result.stdout.splitlines()[-4:]
-    assert lines[0].startswith("champion   v2") and "mrr@10" in lines[0]
+    assert lines[0].startswith("champion   v2") and " named: mrr@10 " in lines[0]  # its set
     assert lines[1].split() == ["challenger", "-"]
     assert lines[2].startswith("previous   v1")
     assert lines[3].startswith("embedding store: ") and lines[3].endswith(" vectors checked, sound")
