@@ -85,14 +85,18 @@ def plan(root: Path, params: Params, force: bool) -> orch.NightlyWork:
         outputs_digest=orch.cached_outputs_digest(root),
         pushed_outputs_digest=orch.pushed_outputs_digest(paths, params.flow.dvc_remote),
         force=force,
+        deferred=orch.deferred_stages(paths),
     )
     log(work.reason)
     return work
 
 
 @task(name="data-stages")
-def data_stages(root: Path) -> None:
-    """prepare → graph → pairs (each reruns only when its inputs changed)."""
+def data_stages(root: Path, rerun: tuple[str, ...] = ()) -> None:
+    """prepare → graph → pairs (each reruns only when its inputs changed; a stage in
+    ``rerun``, which left papers for this night, runs whatever changed)."""
+    for stage in rerun:
+        dvc(["repro", "--force", "--single-item", stage], root)
     dvc(["repro", *orch.DATA_STAGES], root)
 
 
@@ -236,7 +240,7 @@ def _nightly(root: Path, params: Params, force: bool) -> State[Any] | dict[str, 
         record_night(Paths(root), params, NOTHING_TO_DO, work.reason)
         return Completed(name="Nothing to do", message=work.reason, data=summary)
     if work.reproduce:
-        run_step("data-stages", bounded(data_stages, params.flow), root)
+        run_step("data-stages", bounded(data_stages, params.flow), root, work.rerun)
         summary["data_quality"] = run_step("validate", bounded(validate, params.flow), root)
         if params.flow.gpu_deployment:
             train = bounded(train_on_gpu_pool, params.flow)

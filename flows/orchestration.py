@@ -11,7 +11,7 @@ import hashlib
 import os
 import sys
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -32,6 +32,8 @@ from pipelines.common.redact import redact, redact_url
 
 #: The DVC stages up to the validated data; train and evaluate follow them.
 DATA_STAGES = ("prepare", "graph", "pairs")
+#: The data stages with a stage-wide time budget, which may leave papers for the next night.
+DEFERRING_STAGES = ("prepare", "graph")
 #: How much of a failed command's output goes into the error message.
 ERROR_TAIL_LINES = 20
 #: The steps that train (in place or on the GPU pool): flow.train_timeout_seconds bounds them.
@@ -217,12 +219,15 @@ def _uncached_outputs(dvc_yaml: dict[str, Any]) -> set[str]:
 
 @dataclass(frozen=True)
 class NightlyWork:
-    """What a nightly run has to do after ingest; ``reason`` says why, for the log and UI."""
+    """What a nightly run has to do after ingest; ``reason`` says why, for the log and UI.
+    ``rerun``: data stages to run even though DVC sees nothing changed (they left papers
+    for the next night)."""
 
     reproduce: bool
     promote: bool
     push: bool
     reason: str
+    rerun: tuple[str, ...] = ()
 
     @property
     def nothing_to_do(self) -> bool:
@@ -237,19 +242,26 @@ def nightly_work(
     outputs_digest: str | None,
     pushed_outputs_digest: str | None,
     force: bool,
+    deferred: Sequence[str] = (),
 ) -> NightlyWork:
     """Decide the work of a nightly run from the state after ingest (pure).
 
     * stale DVC stages (new papers, changed params or code) or ``force``: reproduce,
       promote and push;
+    * data stages that left papers for the next night (``deferred``: past their stage
+      budget): those stages rerun, forced, then the rest as for stale stages;
     * a candidate without a recorded decision (say MLflow was down last night): promote;
     * a dvc.lock that was never pushed (say S3 was down): push;
     * otherwise nothing.
     """
+    rerun = tuple(deferred)
     if force:
-        return NightlyWork(True, True, True, "forced: retrain whatever the state")
-    if stale:
-        return NightlyWork(True, True, True, f"stale stages: {', '.join(stale)}")
+        return NightlyWork(True, True, True, "forced: retrain whatever the state", rerun)
+    if stale or rerun:
+        reasons = [f"stale stages: {', '.join(stale)}"] if stale else []
+        if rerun:
+            reasons.append(f"papers deferred to this night by: {', '.join(rerun)}")
+        return NightlyWork(True, True, True, "; ".join(reasons), rerun)
     if candidate_fingerprint is None:
         return NightlyWork(True, True, True, "no candidate model yet")
     promote = candidate_fingerprint != decided_fingerprint
@@ -262,6 +274,17 @@ def nightly_work(
     if not reasons:
         return NightlyWork(False, False, False, "no new papers; params and code unchanged")
     return NightlyWork(False, promote, push, "; ".join(reasons))
+
+
+def deferred_stages(paths: Paths) -> list[str]:
+    """The data stages whose last run left papers for the next night: a ``deferred``
+    count (prepare) or papers (graph) in their metrics file."""
+    return [
+        stage
+        for stage in DEFERRING_STAGES
+        if paths.metric_file(stage).is_file()
+        and io.read_json_object(paths.metric_file(stage)).get("deferred")
+    ]
 
 
 def candidate_fingerprint(candidate_dir: Path) -> str | None:

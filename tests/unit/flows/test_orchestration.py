@@ -44,6 +44,7 @@ SETTLED = {
         ({"decided_fingerprint": None}, (False, True, False)),
         ({"pushed_outputs_digest": None}, (False, False, True)),
         ({"decided_fingerprint": None, "pushed_outputs_digest": "d0"}, (False, True, True)),
+        ({"deferred": ["graph"]}, (True, True, True)),
     ],
 )
 def test_nightly_work_follows_the_state_after_ingest(
@@ -57,9 +58,23 @@ def test_nightly_work_follows_the_state_after_ingest(
 
 def test_nightly_work_says_why() -> None:
     assert "prepare" in orch.nightly_work(**{**SETTLED, "stale": ["prepare"]}).reason
+    deferred = orch.nightly_work(**{**SETTLED, "stale": ["pairs"], "deferred": ["graph"]})
+    assert deferred.reason == "stale stages: pairs; papers deferred to this night by: graph"
+    assert deferred.rerun == ("graph",) and orch.nightly_work(**SETTLED).rerun == ()
     assert "no new papers" in orch.nightly_work(**SETTLED).reason
     pending = orch.nightly_work(**{**SETTLED, "decided_fingerprint": None})
     assert "no recorded promotion decision" in pending.reason
+
+
+def test_a_stage_that_left_papers_for_the_next_night_is_rerun(tmp_path: Path) -> None:
+    paths = Paths(tmp_path)
+    paths.metrics.mkdir(parents=True)
+    assert orch.deferred_stages(paths) == []  # no metrics yet
+    paths.metric_file("prepare").write_text(json.dumps({"deferred": 0}))
+    paths.metric_file("graph").write_text(json.dumps({"deferred": {"2401.00001": "budget"}}))
+    assert orch.deferred_stages(paths) == ["graph"]
+    paths.metric_file("prepare").write_text(json.dumps({"deferred": 3}))
+    assert orch.deferred_stages(paths) == ["prepare", "graph"]
 
 
 def test_outputs_digest_ignores_uncached_metrics_and_follows_cached_outputs(
