@@ -39,43 +39,53 @@ def nightly(
 
     Uses the Prefect server at PREFECT_API_URL, or a temporary local one when unset.
     Ends with the run's state and, when it completed, `mathembed report` (the decision
-    first). Exits 0 when the run completed (including "nothing to do"), 1 when a step failed.
+    first). Exits 0 when the run completed (including "nothing to do"), 1 when a step failed;
+    stopped by SIGTERM or Ctrl-C, it ends the step's processes, records the run as Crashed
+    and exits 143 or 130 with one line naming the step.
     """
+    from flows.orchestration import dvc_params_file
+    from flows.stopping import STOPS, signal_number, sigterm_stops, stopped_line
+
+    with command_errors("nightly"):
+        dvc_params_file(root.resolve(), params)
+    try:
+        with sigterm_stops():
+            _start_a_temporary_server_unless_there_is_one()
+            completed = _run_the_night(force, root, params)
+    except STOPS as stop:
+        typer.echo(stopped_line("nightly-retrain", stop))
+        raise typer.Exit(code=128 + signal_number(stop)) from None
+    raise typer.Exit(code=0 if completed else 1)
+
+
+def _run_the_night(force: bool, root: Path, params: str) -> bool:
+    """Run the flow once; print its state and, when it decided something, the report."""
     from flows.nightly import nightly_retrain
-    from flows.orchestration import SKIPPED, dvc_params_file
+    from flows.orchestration import SKIPPED
     from pipelines.common.paths import Paths
     from pipelines.common.redact import redact
     from pipelines.dev.report import render_report
 
-    with command_errors("nightly"):
-        dvc_params_file(root.resolve(), params)
-    _end_the_temporary_server_with_this_process()
     state = nightly_retrain(force=force, root=str(root), params_path=params, return_state=True)
     typer.echo(redact(f"nightly-retrain: {state.name}: {state.message or ''}".rstrip(": ")))
     # A failed or skipped run decided nothing: the report would tell an older night's story.
     if state.is_completed() and state.name != SKIPPED:
         typer.echo(redact(render_report(Paths(root))))
-    raise typer.Exit(code=0 if state.is_completed() else 1)
+    return state.is_completed()
 
 
-def _end_the_temporary_server_with_this_process() -> None:
-    """Without PREFECT_API_URL, Prefect starts a temporary server: it must die with us.
-
-    Prefect stops it at exit, but not when this process is killed; started here first
-    (Prefect then reuses it), it is watched by a guard that ends it in every case.
-    """
+def _start_a_temporary_server_unless_there_is_one() -> None:
+    """Without PREFECT_API_URL, the flow runs on Prefect's temporary server: started here
+    (Prefect then reuses it) in a session of its own, so that a Ctrl-C or SIGTERM to this
+    command's process group leaves it up until the run is recorded, and guarded to end with
+    this process in every case (:mod:`flows.temporary_server`)."""
     from prefect.settings import PREFECT_API_URL
 
     if PREFECT_API_URL.value():
         return
-    from prefect.server.api.server import SubprocessASGIServer
+    from flows.temporary_server import start_temporary_server
 
-    from flows.processes import end_with_this_process
-
-    server = SubprocessASGIServer()
-    server.start()
-    assert server.server_process is not None
-    end_with_this_process([server.server_process.pid])
+    start_temporary_server()
 
 
 def serve(root: RootOption = DEFAULT_ROOT, params: FlowParamsOption = "params.yaml") -> None:

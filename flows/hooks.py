@@ -27,6 +27,7 @@ from prefect.states import State
 
 from flows.outcome import failure_reason
 from flows.redaction import redact_flow_logs
+from flows.stopping import note_step
 from pipelines.common.config import ConfigError, FlowParams, Params, load_params
 from pipelines.common.paths import Paths
 from pipelines.common.redact import HIDDEN, redact, redact_url
@@ -56,13 +57,20 @@ class StepFailed(RuntimeError):
 
 
 def run_step(step: str, function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """Call one step (a Prefect task); its failure becomes :class:`StepFailed` naming it."""
+    """Call one step (a Prefect task); its failure becomes :class:`StepFailed` naming it.
+
+    A signal that stops the night in it (SIGTERM, Ctrl-C) goes on as it is, noted with the
+    step's name (:func:`flows.stopping.note_step`).
+    """
     try:
         return function(*args, **kwargs)
     except StepFailed:
         raise
     except Exception as error:
         raise StepFailed(step, error) from error
+    except BaseException as stop:
+        note_step(stop, step)
+        raise
 
 
 def failure_report(flow_name: str, flow_run: FlowRun, state: State[Any]) -> dict[str, Any]:
