@@ -77,24 +77,48 @@ def _import_nodes(
         stack.extend(ast.iter_child_nodes(node))
 
 
+def _from_base(node: ast.ImportFrom, module: str) -> str:
+    """The absolute module of ``from <base> import ...`` in ``module``'s code (a package's
+    ``__init__`` is named ``<package>.__init__`` here, so ``.`` is the package itself)."""
+    base = node.module or ""
+    if not node.level:
+        return base
+    package = module.rsplit(".", 1)[0] if "." in module else module
+    parts = package.split(".")
+    anchor = ".".join(parts[: len(parts) - node.level + 1])
+    return f"{anchor}.{base}" if base else anchor
+
+
 def imported_names(source: str, module: str, *, type_checking: bool = False) -> set[str]:
     """The absolute names ``source`` (the code of ``module``) imports: a module, or for
     ``from m import x`` both ``m`` and ``m.x`` (which of them is a module is the caller's
     to decide). Relative imports are resolved against ``module``."""
-    package = module.rsplit(".", 1)[0] if "." in module else module
     names: set[str] = set()
     for node in _import_nodes(ast.parse(source), type_checking):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
             continue
-        base = node.module or ""
-        if node.level:
-            parts = package.split(".")
-            anchor = ".".join(parts[: len(parts) - node.level + 1])
-            base = f"{anchor}.{base}" if base else anchor
+        base = _from_base(node, module)
         names.add(base)
         names.update(f"{base}.{alias.name}" for alias in node.names if alias.name != "*")
     return names
+
+
+def bound_names(source: str, module: str) -> dict[str, str]:
+    """The names ``source``'s imports bind in ``module`` -> the absolute name each stands
+    for: ``from m import x as y`` binds ``y`` -> ``m.x``, ``import a.b as c`` binds ``c`` ->
+    ``a.b``, ``import a.b`` binds ``a``. What a package's ``__init__`` re-exports, so that
+    ``from package import x`` can be followed to the module that defines ``x``. Every
+    import counts (under ``if TYPE_CHECKING:`` too); ``*`` binds nothing it can name."""
+    bound: dict[str, str] = {}
+    for node in _import_nodes(ast.parse(source), type_checking=True):
+        for alias in node.names:
+            if isinstance(node, ast.Import):
+                local = alias.asname or alias.name.split(".")[0]
+                bound[local] = alias.name if alias.asname else local
+            elif alias.name != "*":
+                bound[alias.asname or alias.name] = f"{_from_base(node, module)}.{alias.name}"
+    return bound
 
 
 def _with_packages(module: str) -> list[str]:
