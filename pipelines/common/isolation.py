@@ -204,7 +204,10 @@ def run_isolated(
     one); ``preload`` names modules the forkserver imports once for every worker. An item
     whose call raises, whose worker dies, or that runs past ``timeout_seconds`` yields a
     :class:`Failure` in its place; the worker is replaced and the next items go on.
-    ``timeout_seconds`` None: no budget (the work still cannot take this process down).
+    A result already back when its deadline is checked is kept, even one that came after
+    the deadline (a loaded machine may look late): the budget stops work still running,
+    it never throws finished work away. ``timeout_seconds`` None: no budget (the work
+    still cannot take this process down).
     ``workers`` processes at most (never more than there are items). With a ``budget``,
     no item starts once it is spent: each one left yields a :class:`Deferred` (none
     starts if it was spent before this call).
