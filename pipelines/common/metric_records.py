@@ -27,7 +27,7 @@ from pipelines.common.reporting import NOT_PROMOTED, PROMOTED, round_p_value, ro
 UNRECORDED = "unrecorded"
 
 
-def _scores(value: object) -> dict[str, float]:
+def numeric_scores(value: object) -> dict[str, float]:
     """A ``metric -> number`` mapping from JSON (anything else is left out)."""
     if not isinstance(value, Mapping):
         return {}
@@ -66,8 +66,12 @@ class EvalSetBlock:
         return cls(
             n_queries=int(data.get("n_queries", 0)),
             words_in_relevant=float(data.get("words_in_relevant", 0.0)),
-            scores={str(row): _scores(values) for row, values in data.get("scores", {}).items()},
-            delta={str(row): _scores(values) for row, values in data.get("delta", {}).items()},
+            scores={
+                str(row): numeric_scores(values) for row, values in data.get("scores", {}).items()
+            },
+            delta={
+                str(row): numeric_scores(values) for row, values in data.get("delta", {}).items()
+            },
             p_value={str(row): _number(p) for row, p in data.get("p_value", {}).items()},
         )
 
@@ -141,12 +145,12 @@ class EvalRecord:
             primary_dim=int(data["primary_dim"]),
             models={str(name): dict(info) for name, info in data["models"].items()},
             scores={
-                str(model): {str(dim): _scores(means) for dim, means in data[model].items()}
+                str(model): {str(dim): numeric_scores(means) for dim, means in data[model].items()}
                 for model in data["models"]
                 if isinstance(data.get(model), Mapping)
             },
             delta={
-                str(model): {str(dim): _scores(means) for dim, means in dims.items()}
+                str(model): {str(dim): numeric_scores(means) for dim, means in dims.items()}
                 for model, dims in data.get("delta", {}).items()
             },
             subsets={str(name): dict(block) for name, block in data.get("subsets", {}).items()},
@@ -156,7 +160,7 @@ class EvalRecord:
             },
             queries_without_relevant=int(data.get("queries_without_relevant", 0)),
             embedding_store=data.get("embedding_store"),
-            timing_seconds=_scores(data.get("timing_seconds")),
+            timing_seconds=numeric_scores(data.get("timing_seconds")),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -308,9 +312,9 @@ class SetFigures:
         return cls(
             query_set=query_set,
             queries=int(data.get("queries", 0)),
-            candidate=_scores(data.get("candidate")),
-            base=_scores(data.get("base")),
-            champion=None if champion is None else _scores(champion),
+            candidate=numeric_scores(data.get("candidate")),
+            base=numeric_scores(data.get("base")),
+            champion=None if champion is None else numeric_scores(champion),
             p_value=_number(data.get("p_value")),
         )
 
@@ -385,8 +389,8 @@ class PromotionRecord:
             )
             decided_on = str(data.get("decided_on") or (sets[0].query_set if sets else ""))
         else:
-            candidate = _scores(data.get("candidate"))
-            other = _scores(data.get(against))
+            candidate = numeric_scores(data.get("candidate"))
+            other = numeric_scores(data.get(against))
             sets = (
                 (
                     SetFigures(

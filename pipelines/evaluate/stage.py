@@ -79,7 +79,7 @@ from pipelines.common.candidate_metadata import (
 )
 from pipelines.common.config import EvaluateParams
 from pipelines.common.lexical import save_lexical_index
-from pipelines.common.metric_records import EvalRecord, SetHeadline
+from pipelines.common.metric_records import EVAL_KEYS, EvalRecord, SetHeadline
 from pipelines.common.paths import MODEL_METADATA_FILE, Paths
 from pipelines.common.reporting import round_p_value, round_score
 from pipelines.common.tables import QUERY_SETS
@@ -107,25 +107,10 @@ from pipelines.evaluate.sources import (
     local_model_source,
 )
 
-# eval.json keys that are not model names; an extra model may not take one of them.
 log = logging.getLogger(__name__)
 
-RESERVED_KEYS = frozenset(
-    {
-        "corpus_size",
-        "n_queries",
-        "queries_without_relevant",
-        "ks",
-        "dims",
-        "primary_dim",
-        "models",
-        "delta",
-        "subsets",
-        "timing_seconds",
-        "embedding_store",
-        "sets",
-    }
-)
+#: eval.json keys that are not model names: an extra model may not take one of them.
+RESERVED_KEYS = frozenset(EVAL_KEYS)
 PER_QUERY_COLUMNS = ["set", "query_id", "model", "dim", "metric", "value"]
 #: The reference row of every set: word matching alone (BM25).
 LEXICAL = "bm25"

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipelines.common.config import PromoteParams
-from pipelines.common.metric_records import UNRECORDED, SetFigures
+from pipelines.common.metric_records import UNRECORDED, SetFigures, numeric_scores
 from pipelines.common.registry import TAG_FINGERPRINT, Registry
 from pipelines.common.reporting import mlflow_name
 from pipelines.promote.decision import Decision, Side
@@ -202,9 +202,9 @@ def recorded_decision(tags: Mapping[str, str]) -> Decision:
             reason=str(record.get("reason", "")),
             p_value=float(p_value) if isinstance(p_value, int | float) else None,
             compared_against=side,
-            deltas=_floats(record.get("deltas")),
-            candidate=_floats(record.get("candidate")),
-            other=_floats(record.get("other")),
+            deltas=numeric_scores(record.get("deltas")),
+            candidate=numeric_scores(record.get("candidate")),
+            other=numeric_scores(record.get("other")),
             query_set=str(record.get("decided_on") or UNRECORDED),
         )
     return _legacy_decision(tags)
@@ -236,16 +236,6 @@ def recorded_figures(tags: Mapping[str, str]) -> tuple[SetFigures, ...]:
             decision.p_value,
         ),
     )
-
-
-def _floats(value: object) -> dict[str, float]:
-    if not isinstance(value, Mapping):
-        return {}
-    return {
-        str(key): float(item)
-        for key, item in value.items()
-        if isinstance(item, int | float) and not isinstance(item, bool)
-    }
 
 
 def _legacy_decision(tags: Mapping[str, str]) -> Decision:
