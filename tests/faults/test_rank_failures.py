@@ -25,6 +25,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from fixtures_models import TINY_WORDS
+from torchrun_ranks import rank_pid
 
 from pipelines.common import io
 from pipelines.common.config import PromoteParams
@@ -76,21 +77,6 @@ def two_rank_project(root: Path, model_dir: Path) -> Path:
     paths.candidate.mkdir(parents=True)
     (paths.candidate / "marker").write_text(PREVIOUS, encoding="utf-8")
     return root
-
-
-def rank_pid(launcher: int, rank: int) -> int | None:
-    """The process id of ``rank`` among the workers ``launcher`` started."""
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            environ = (entry / "environ").read_bytes().split(b"\0")
-        except (OSError, IndexError, ValueError):
-            continue
-        if parent == launcher and f"RANK={rank}".encode() in environ:
-            return int(entry.name)
-    return None
 
 
 def launch_and_stop(root: Path, stop: str) -> tuple[int, str, float]:

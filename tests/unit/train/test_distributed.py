@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 from test_train import make_root, toy_params
 from test_train_record import empty_store, local_store  # noqa: F401  (fixtures)
+from torchrun_ranks import rank_pid
 
 from pipelines.common import io
 from pipelines.common.config import ConfigError, PromoteParams, params_from_mapping
@@ -252,21 +253,6 @@ def test_two_processes_train_as_one_does_and_only_rank_0_writes(
     assert any(line.startswith("os.mkdir models/checkpoints/") for line in written)
 
 
-def _rank_pid(launcher: int, rank: int) -> int | None:
-    """The process id of ``rank`` among the workers ``launcher`` (torchrun) started."""
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            environ = (entry / "environ").read_bytes().split(b"\0")
-        except (OSError, IndexError, ValueError):
-            continue
-        if parent == launcher and f"RANK={rank}".encode() in environ:
-            return int(entry.name)
-    return None
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="finds the rank in /proc")
 def test_a_rank_that_dies_fails_the_run_and_publishes_nothing(
     tiny_bert_dir: Path,
@@ -286,7 +272,7 @@ def test_a_rank_that_dies_fails_the_run_and_publishes_nothing(
             assert run.stderr is not None
             for line in run.stderr:
                 if line.startswith("train: step 3/"):  # after the first checkpoint
-                    killed = _rank_pid(run.pid, rank=1)
+                    killed = rank_pid(run.pid, rank=1)
                     assert killed is not None
                     os.kill(killed, signal.SIGKILL)
                     break
