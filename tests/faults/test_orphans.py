@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from proc_table import running
 from repo import REPO
 from typer.testing import CliRunner
 
@@ -35,16 +36,6 @@ HANGING_FAMILY = (
     "print('family', os.getpid(), grandchild.pid, flush=True)\n"
     "time.sleep(600)\n"
 )
-
-
-def running(pid: int) -> bool:
-    """Alive and not a zombie (an orphaned zombie waits for a reaper; it runs nothing)."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    state = next(line for line in status.splitlines() if line.startswith("State:"))
-    return "Z" not in state.split()[1]
 
 
 def group_members(pgid: int) -> list[int]:

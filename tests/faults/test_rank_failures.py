@@ -25,7 +25,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from fixtures_models import TINY_WORDS
-from torchrun_ranks import rank_pid
+from proc_table import rank_pid
 
 from pipelines.common import io
 from pipelines.common.config import PromoteParams

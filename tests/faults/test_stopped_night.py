@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from proc_table import running
 from repo import REPO
 
 #: The finding's bound: from the signal to the command's exit.
@@ -71,16 +72,6 @@ def stand_in_project(tmp_path: Path) -> Path:
     (root / "dvc.yaml").write_text("\n".join(lines) + "\n", encoding="utf-8")
     (root / "params.yaml").write_text("{}\n", encoding="utf-8")
     return root
-
-
-def running(pid: int) -> bool:
-    """Alive and not a zombie."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    state = next(line for line in status.splitlines() if line.startswith("State:"))
-    return "Z" not in state.split()[1]
 
 
 def processes_with(marker: str) -> list[int]:

@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from proc_table import rank_pid
 from test_train import make_root, toy_params
 from test_train_record import empty_store, local_store  # noqa: F401  (fixtures)
-from torchrun_ranks import rank_pid
 
 from pipelines.common import io
 from pipelines.common.config import ConfigError, PromoteParams, params_from_mapping

@@ -1,9 +1,19 @@
-"""The worker processes a ``torchrun`` launch started, found by rank (for tests that kill
-one): read from ``/proc``, since torchrun names no pids."""
+"""What ``/proc`` says about processes, for tests that watch or kill them: whether one
+still runs, and which worker of a ``torchrun`` launch holds a rank (torchrun names no pids)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+
+
+def running(pid: int) -> bool:
+    """Alive and not a zombie (an orphaned zombie waits for a reaper; it runs nothing)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    state = next(line for line in status.splitlines() if line.startswith("State:"))
+    return "Z" not in state.split()[1]
 
 
 def rank_pid(launcher: int, rank: int) -> int | None:
