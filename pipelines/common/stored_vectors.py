@@ -84,7 +84,7 @@ class StoredVectors:
             self._rebuild(str(error))
             return None
         except STORE_ERRORS as error:
-            self._rebuild(f"unreadable ({type(error).__name__}: {error})")
+            self._rebuild(unreadable(error))
             return None
         found = [key for hashes, _ in parts for key in hashes]
         matrix = (
@@ -112,7 +112,7 @@ class StoredVectors:
                 self._rebuild(str(error))
                 raise
             except STORE_ERRORS as error:
-                self._rebuild(f"unreadable ({type(error).__name__}: {error})")
+                self._rebuild(unreadable(error))
                 raise StoreCorruptError(f"table {self.key.table_name()} is unreadable") from error
         if self._unsaved_rows:
             yield list(self._unsaved_rows), self._unsaved
@@ -126,7 +126,7 @@ class StoredVectors:
         try:
             scan = self.table.search().select([HASH_COLUMN]).limit(None).to_arrow()
         except STORE_ERRORS as error:
-            self._rebuild(f"unreadable ({type(error).__name__}: {error})")
+            self._rebuild(unreadable(error))
             return set(self._unsaved_rows)
         return set(scan.column(HASH_COLUMN).to_pylist()) | set(self._unsaved_rows)
 
@@ -213,6 +213,11 @@ class StoredVectors:
         except STORE_ERRORS as error:
             self.store.report_unsaved(self.key, error)
         self._rows, self._matrix = None, None  # row positions moved: read again when asked
+
+
+def unreadable(error: BaseException) -> str:
+    """Why a table LanceDB could not read is rebuilt."""
+    return f"unreadable ({type(error).__name__}: {error})"
 
 
 def _gathered(
