@@ -2,7 +2,8 @@
 
 What a server that is not the one a knob should name looks like, in tests:
 ``with answering(501) as url:``, or ``answering(200, b"<html>", "text/html")`` for an
-answer that is not JSON. The server stops when the block ends.
+answer that is not JSON. The server stops when the block ends. :func:`serving` runs any
+handler's server the same way (``hostile_arxiv`` serves its fake arXiv with it).
 """
 
 from __future__ import annotations
@@ -36,8 +37,18 @@ def answering(
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = HTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    with serving(HTTPServer(("127.0.0.1", 0), Handler)) as url:
+        yield url
+
+
+@contextmanager
+def serving(server: HTTPServer, poll_interval: float = 0.5) -> Iterator[str]:
+    """Run ``server`` (bound on 127.0.0.1) in a thread for the block; yields its base URL
+    and stops it, its socket closed, when the block ends. ``shutdown`` waits up to one
+    ``poll_interval``."""
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": poll_interval}, daemon=True
+    )
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_port}"

@@ -12,7 +12,6 @@ build the usual parts, so a test writes only the part that is hostile.
 from __future__ import annotations
 
 import gzip
-import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -20,6 +19,8 @@ from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
+
+from canned_http import serving
 
 from pipelines.common.config import IngestParams
 from pipelines.ingest.arxiv.client import ArxivClient, build_user_agent
@@ -119,16 +120,8 @@ def hostile_arxiv(answers: Mapping[str, Answer]) -> Iterator[str]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     # A short poll: shutdown() waits for it, once per harvest.
-    thread = threading.Thread(
-        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-    )
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serving(server, poll_interval=0.05) as url:
+        yield url
 
 
 def client_for(base_url: str) -> ArxivClient:
