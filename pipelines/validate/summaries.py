@@ -260,24 +260,19 @@ def read_quality_record(data_quality: Mapping[str, Any]) -> QualityRecord | None
         evaluated=int(record.get("evaluated", 0)),
         met=int(record.get("met", 0)),
         failed_as_expected=[
-            ExpectedFailure(
-                suite=str(item["suite"]),
-                expectation=str(item["expectation"]),
-                expected=str(item["expected"]),
-                observed=str(item["observed"]),
-                reason=str(item["reason"]),
-            )
+            ExpectedFailure(**_failure_of(item), reason=str(item["reason"]))
             for item in record.get("failed_as_expected", [])
         ],
-        failed_unexpectedly=[
-            FailedExpectation(
-                suite=str(item["suite"]),
-                expectation=str(item["expectation"]),
-                expected=str(item["expected"]),
-                observed=str(item["observed"]),
-            )
-            for item in record.get("failed_unexpectedly", [])
-        ],
+        failed_unexpectedly=[_failure_of(item) for item in record.get("failed_unexpectedly", [])],
+    )
+
+
+def _failure_of(item: Mapping[str, Any]) -> FailedExpectation:
+    return FailedExpectation(
+        suite=str(item["suite"]),
+        expectation=str(item["expectation"]),
+        expected=str(item["expected"]),
+        observed=str(item["observed"]),
     )
 
 
