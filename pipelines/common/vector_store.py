@@ -243,23 +243,26 @@ class EmbeddingStore:
 
     def verify(self) -> list[TableCheck]:
         """Read every table and check every row against its checksum (``mathembed
-        status``); a damaged, unreadable or foreign table is dropped with a warning, to be
-        rebuilt when next used."""
+        status``); a damaged, unreadable or foreign table is dropped, to be rebuilt when
+        next used. The tables' last-used times (the eviction order) are left as they were."""
         checks = []
         for path in sorted(self.folder.glob("m*.lance")):
             name = path.name.removesuffix(".lance")
             try:
-                key = StoreKey.of_metadata(self.db.open_table(name).schema.metadata)
+                table = self.db.open_table(name)
+                key = StoreKey.of_metadata(table.schema.metadata)
+                foreign = metadata_problem(key, table.schema.metadata)
             except STORE_ERRORS as error:
                 self._delete_table(name)
                 checks.append(TableCheck(name, "?", 0, f"cannot be opened: {_first_line(error)}"))
                 continue
-            stored = self.vectors(key)
-            if key.table_name() != name or stored.table is None:
+            if foreign is not None or key.table_name() != name:
                 self._delete_table(name)
-                problem = "written for another store format or under another name"
+                problem = foreign or f"it is named {name}, its key {key.table_name()}"
                 checks.append(TableCheck(name, key.fingerprint, 0, problem))
                 continue
+            # Not through vectors(): a check is no use, so it must not make the model recent.
+            stored = StoredVectors(self, key, table)
             try:
                 rows = sum(len(hashes) for hashes, _ in stored.batches())
             except StoreCorruptError as error:

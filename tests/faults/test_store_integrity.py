@@ -26,6 +26,7 @@ from fixtures_models import RecordingEncoder
 from typer.testing import CliRunner
 
 from pipelines import cli
+from pipelines.common import store_layout
 from pipelines.common.paths import Paths
 from pipelines.common.store_layout import CHECKSUM_COLUMN, StoreCorruptError, verified_rows
 from pipelines.common.vector_store import EmbeddingStore, StoreKey, arrow_table, embed_stored
@@ -237,3 +238,18 @@ def test_a_model_another_process_has_open_is_not_evicted(tmp_path: Path) -> None
     os.utime(writer.table_path(StoreKey("reader")), (1_000, 1_000))
     embed_stored(RecordingEncoder(dim=4), ["x"], model_fingerprint="m5", store=writer, batch_size=8)
     assert not writer.table_path(StoreKey("reader")).exists()
+
+
+def test_a_check_leaves_the_eviction_order_and_reports_a_foreign_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    embed(EmbeddingStore(tmp_path), TEXTS[:10])
+    table = EmbeddingStore(tmp_path).table_path(StoreKey("fp"))
+    os.utime(table, (1_000, 1_000))
+    checks = EmbeddingStore(tmp_path).verify()
+    assert [(check.rows, check.problem) for check in checks] == [(10, None)]
+    assert table.stat().st_mtime == 1_000  # checking is not using: LRU order unchanged
+    monkeypatch.setattr(store_layout, "STORE_FORMAT", "3")  # a later layout
+    checks = EmbeddingStore(tmp_path).verify()
+    assert checks[0].problem == "mathembed.format is '2', expected '3'"
+    assert not table.exists()
