@@ -15,7 +15,7 @@ STAMP_DEV := $(VENV)/.stamp-dev
 STAMP_BENCH := $(VENV)/.stamp-bench
 CARGO_TOML := metrics_rs/Cargo.toml
 CARGO_MANIFEST := --manifest-path $(CARGO_TOML)
-PY_SOURCES := mathembed pipelines flows tests benchmarks docs/hooks
+PY_SOURCES := mathembed pipelines flows tooling tests benchmarks docs/hooks
 
 # Offline / no-telemetry switches: defined once in pipelines/common/offline.env (which
 # pipelines.common.offline also reads). `?=` keeps a value already set in the environment,
@@ -71,7 +71,7 @@ test: rust-tools browser build ## Rust fmt/clippy/tests, ruff, mypy, stubtest, p
 	cargo test $(CARGO_MANIFEST)
 	$(VENV)/bin/ruff check $(PY_SOURCES)
 	$(VENV)/bin/ruff format --check $(PY_SOURCES)
-	$(VPY) -m mypy mathembed pipelines flows
+	$(VPY) -m mypy mathembed pipelines flows tooling
 	$(VPY) -m mypy.stubtest metrics_rs
 	$(VPY) -m pytest
 

@@ -32,11 +32,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.real_corpus import REPO  # noqa: E402 -- after the path is set
 from pipelines.common.config import SampleParams  # noqa: E402
+from pipelines.common.parts import stages_from  # noqa: E402
 from pipelines.ingest.sample.blueprints import CATEGORIES  # noqa: E402
 
 RESULT = REPO / "benchmarks" / "results" / "blueprints.json"
 BLUEPRINTS = REPO / SampleParams().blueprints_dir
-STAGES = ("sample", "ingest", "prepare", "graph", "pairs")
+STAGES = stages_from("sample", "pairs")
 SUBSETS = (  # nested, each adding a different kind of text; then all six (the main run)
     ("teorth-pfr",),
     ("teorth-pfr", "ImperialCollegeLondon-FLT"),

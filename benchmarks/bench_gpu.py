@@ -121,7 +121,7 @@ def tiny_model(folder: Path) -> tuple[str, str]:
     import torch
     from transformers import AutoTokenizer, BertConfig, BertModel
 
-    from pipelines.common.models import OFFLINE_MINILM, resolve_model_source
+    from pipelines.retrieval.models import OFFLINE_MINILM, resolve_model_source
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_model_source(OFFLINE_MINILM))
     config = BertConfig(
@@ -165,7 +165,7 @@ def train_once(
     from transformers import TrainerCallback, set_seed
 
     from pipelines.common.config import TrainParams
-    from pipelines.common.models import load_base_model
+    from pipelines.retrieval.models import load_base_model
     from pipelines.train.setup import build_loss, derive_matryoshka_dims
 
     set_seed(0)

@@ -1,7 +1,7 @@
 """Hybrid search (the model's ranking fused with BM25's) against the model alone, on the eval set.
 
 Not a test: nothing here asserts. It decides whether ``serve-search`` should rank hybrid by
-default (``pipelines/common/lexical.py``) and records why, in
+default (``pipelines/retrieval/lexical.py``) and records why, in
 ``benchmarks/results/hybrid.json``. It runs on a project where the pipeline has run
 (``--project``, default the checkout after ``make demo``): the eval set evaluate scored
 (``data/validated``: passages, queries, judgments), the candidate and base model with the
@@ -41,16 +41,8 @@ sys.path.insert(0, str(REPO_ROOT))
 
 import metrics_rs  # noqa: E402 -- after the path is set
 from pipelines.common import quiet  # noqa: E402
-from pipelines.common.candidate_metadata import recorded_base_model  # noqa: E402
 from pipelines.common.config import load_params  # noqa: E402
-from pipelines.common.embeddings import (  # noqa: E402
-    LazyModel,
-    embed_texts,
-    matryoshka,
-)
-from pipelines.common.lexical import FUSION_DEPTH, RRF_K, LexicalIndex, fuse  # noqa: E402
 from pipelines.common.paths import Paths  # noqa: E402
-from pipelines.common.vector_store import open_store  # noqa: E402
 from pipelines.evaluate.eval_set import EvalSet, load_eval_set  # noqa: E402
 from pipelines.evaluate.scoring import embed_eval_set, paired_test_p_value  # noqa: E402
 from pipelines.evaluate.sources import (  # noqa: E402
@@ -58,6 +50,14 @@ from pipelines.evaluate.sources import (  # noqa: E402
     base_model_source,
     local_model_source,
 )
+from pipelines.registry.candidate_metadata import recorded_base_model  # noqa: E402
+from pipelines.retrieval.embeddings import (  # noqa: E402
+    LazyModel,
+    embed_texts,
+    matryoshka,
+)
+from pipelines.retrieval.lexical import FUSION_DEPTH, RRF_K, LexicalIndex, fuse  # noqa: E402
+from pipelines.retrieval.vector_store import open_store  # noqa: E402
 from pipelines.search.index import PassageIndex  # noqa: E402
 
 RESULTS = REPO_ROOT / "benchmarks" / "results" / "hybrid.json"

@@ -9,8 +9,8 @@ each set (``named``, ``masked``, ``described``; :mod:`pipelines.evaluate.eval_se
 * **candidate**: the model folder;
 * **bm25**: word matching alone (:func:`~pipelines.evaluate.scoring.score_lexical`);
 * **hybrid**: the candidate's ranking fused with BM25's by reciprocal rank, as
-  ``pipelines/search`` ranks (:func:`~pipelines.common.lexical.fuse` of the two top
-  :data:`~pipelines.common.lexical.FUSION_DEPTH` lists, ``RRF_K``), the passages a query
+  ``pipelines/search`` ranks (:func:`~pipelines.retrieval.lexical.fuse` of the two top
+  :data:`~pipelines.retrieval.lexical.FUSION_DEPTH` lists, ``RRF_K``), the passages a query
   does not rank (a described query's own passage) left out of both lists first.
 
 The models are embedded and scored by the evaluate stage's own functions
@@ -59,14 +59,9 @@ from benchmarks.machine import (  # noqa: E402
     to_jsonable,
 )
 from pipelines.common import io, offline, quiet  # noqa: E402
-from pipelines.common.candidate_metadata import BaseModelSpec, recorded_base_model  # noqa: E402
 from pipelines.common.config import Params, load_params  # noqa: E402
-from pipelines.common.embeddings import matryoshka  # noqa: E402
-from pipelines.common.lexical import FUSION_DEPTH, RRF_K, LexicalIndex, fuse  # noqa: E402
 from pipelines.common.paths import Paths  # noqa: E402
-from pipelines.common.reporting import round_p_value  # noqa: E402
 from pipelines.common.tables import QUERY_SETS, TABLES  # noqa: E402
-from pipelines.common.vector_store import open_store  # noqa: E402
 from pipelines.evaluate.eval_set import (  # noqa: E402
     DESCRIBED,
     EVAL_TABLES,
@@ -93,6 +88,11 @@ from pipelines.evaluate.sources import (  # noqa: E402
     local_model_source,
 )
 from pipelines.evaluate.stage import LEXICAL, SET_METRICS, sets_block  # noqa: E402
+from pipelines.registry.candidate_metadata import BaseModelSpec, recorded_base_model  # noqa: E402
+from pipelines.registry.reporting import round_p_value  # noqa: E402
+from pipelines.retrieval.embeddings import matryoshka  # noqa: E402
+from pipelines.retrieval.lexical import FUSION_DEPTH, RRF_K, LexicalIndex, fuse  # noqa: E402
+from pipelines.retrieval.vector_store import open_store  # noqa: E402
 from pipelines.search.index import PassageIndex  # noqa: E402
 
 HYBRID = "hybrid"

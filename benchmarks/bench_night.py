@@ -103,6 +103,8 @@ from machine import (
     to_jsonable,
 )
 
+from pipelines.common.parts import stages_from  # no side effects: names only
+
 RESULTS_DIR = REPO_ROOT / "benchmarks" / "results"
 DEFAULT_JSON = RESULTS_DIR / "night_cost.json"
 #: The demo's passages (16 Stacks Project chapters) and the synthetic papers that give as
@@ -114,10 +116,10 @@ DEFAULT_SIZES = [1, 10, 100]
 MAX_SEQ_LENGTH = 64
 TRAIN_STEPS = 30
 TARGET_PERCENT = 10.0
-PIPELINE_STAGES = ("ingest", "prepare", "graph", "pairs", "validate", "train")
-MODEL_STAGES = ("evaluate", "promote", "search")
+PIPELINE_STAGES = stages_from("ingest", "train")
+MODEL_STAGES = stages_from("evaluate", "search")
 #: Measured on the copies of a larger size; ingest and train are extrapolated there.
-COPIED_STAGES = ("prepare", "graph", "pairs", "validate")
+COPIED_STAGES = stages_from("prepare", "validate")
 STAGES = (*PIPELINE_STAGES, *MODEL_STAGES)
 RUNS = ("full", "night")
 
@@ -627,7 +629,7 @@ def embedding_rates(job: RateJob) -> dict[str, Any]:
     import torch
 
     from pipelines.common.config import load_params
-    from pipelines.common.models import load_base_model
+    from pipelines.retrieval.models import load_base_model
 
     demo = load_params(REPO_ROOT / "params.yaml")
     texts = list(job.texts)

@@ -96,6 +96,8 @@ from machine import (
     to_jsonable,
 )
 
+from pipelines.common.parts import stages_from  # no side effects: names only
+
 THREAD_ENV_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO_ROOT / "benchmarks" / "results"
@@ -106,7 +108,7 @@ QUICK_OUT = RESULTS_DIR / "pipeline-quick.json"
 DEFAULT_PAPERS = 10_000
 QUICK_PAPERS = 1_000
 MB = 1e6  # memory figures are in MB = 10^6 bytes
-DATA_STAGES = ("ingest", "prepare", "graph", "pairs")
+DATA_STAGES = stages_from("ingest", "pairs")
 STAGES = ("sample", *DATA_STAGES)
 RUNS = ("full", "nightly")
 

@@ -141,7 +141,7 @@ def generated_root(project: Path) -> Path:
 
 def pick_alias(root: Path, promote: Any) -> str:
     from pipelines.common.paths import Paths
-    from pipelines.common.registry import CHALLENGER, CHAMPION, connect
+    from pipelines.registry.mlflow_registry import CHALLENGER, CHAMPION, connect
 
     registry = connect(Paths(root), promote, create=False)
     if registry is None:

@@ -1,6 +1,6 @@
 """Which library keeps the per-passage embedding store: LanceDB, usearch or faiss, side by side.
 
-Not a test: nothing here asserts. It decides what ``pipelines/common/vector_store.py`` is
+Not a test: nothing here asserts. It decides what ``pipelines/retrieval/vector_store.py`` is
 built on and records why, in ``benchmarks/results/store_choice.{json,md}``. The store keeps,
 per model, one vector per passage text keyed by a hash of that text; a night asks it for
 the vectors of the corpus it holds (a keyed lookup), adds the few passages it lacks (an

@@ -1,7 +1,7 @@
 """What checking the embedding store by content costs: per-row checksums against per-file
 digests, at 10^5 and 10^7 rows, side by side in one run.
 
-Not a test: nothing here asserts. It records why :mod:`pipelines.common.store_layout` checks
+Not a test: nothing here asserts. It records why :mod:`pipelines.retrieval.store_layout` checks
 rows rather than files, in ``benchmarks/results/store_integrity.{json,md}``. One table of
 the store's own layout (text hash, 384 ``float32``, checksum: :func:`arrow_table`) is
 written with LanceDB at each size, then read as a process opening it for serving or
@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 from machine import REPO_ROOT, git_state, installed_versions, load_average, to_jsonable
 
-from pipelines.common.store_layout import (
+from pipelines.retrieval.store_layout import (
     HASH_COLUMN,
     READ_BATCH,
     ROW_COLUMNS,
@@ -48,7 +48,7 @@ from pipelines.common.store_layout import (
     vectors_of,
     verified_rows,
 )
-from pipelines.common.vector_store import StoreKey, arrow_table, lancedb_module
+from pipelines.retrieval.vector_store import StoreKey, arrow_table, lancedb_module
 
 RESULTS = REPO_ROOT / "benchmarks" / "results"
 DIM = 384

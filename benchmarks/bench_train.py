@@ -142,7 +142,7 @@ def specter2_sized_model(folder: Path) -> tuple[str, str]:
     import torch
     from transformers import AutoTokenizer, BertConfig, BertModel
 
-    from pipelines.common.models import (
+    from pipelines.retrieval.models import (
         OFFLINE_MINILM,
         ModelLoadError,
         load_base_model,

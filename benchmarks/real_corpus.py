@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from pipelines.common.names import normalise_name
+from pipelines.mathtext.names import normalise_name
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED_CORPUS = REPO.parent / "shared" / "corpora" / "stacks-project"

@@ -38,19 +38,19 @@ from flows import orchestration as orch
 from flows.hooks import StepFailed, post_webhook, report_failed_night, run_step
 from flows.outcome import outcome_notice, promotion_table
 from flows.redaction import redact_flow_logs
+from flows.report import render_report
 from flows.steps import bounded, dvc, log, retry_unless_permanent
 from pipelines.common import io
 from pipelines.common.config import FlowParams, Params, load_params
-from pipelines.common.metric_records import PromotionRecord
 from pipelines.common.paths import Paths
 from pipelines.common.redact import redact
-from pipelines.common.registry import RegistryError, tracking_uri
-from pipelines.common.reporting import NOT_PROMOTED, PROMOTED, promotion_file
-from pipelines.dev.report import render_report
 from pipelines.promote.formatting import format_promotion
 from pipelines.promote.headline import NOTHING_TO_DO
 from pipelines.promote.nights import record_night
 from pipelines.promote.promotion import PromotionResult, promote_candidate
+from pipelines.registry.metric_records import PromotionRecord
+from pipelines.registry.mlflow_registry import RegistryError, tracking_uri
+from pipelines.registry.reporting import NOT_PROMOTED, PROMOTED, promotion_file
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -25,13 +25,15 @@ from flows.rwlock import RwlockError, recover_rwlock
 from pipelines.common import io
 from pipelines.common.config import PARAMS_FILE, ConfigError, FlowParams
 from pipelines.common.locks import held_lock, since_now
-from pipelines.common.metric_records import PromotionRecord
-from pipelines.common.models import model_fingerprint
+from pipelines.common.parts import stage_names
 from pipelines.common.paths import MODEL_METADATA_FILE, Paths
 from pipelines.common.redact import redact, redact_url
+from pipelines.registry.metric_records import PromotionRecord
+from pipelines.retrieval.models import model_fingerprint
 
-#: The DVC stages up to the validated data; train and evaluate follow them.
-DATA_STAGES = ("prepare", "graph", "pairs")
+#: The DVC stages the night's ``data-stages`` step runs (prepare, graph, pairs): the
+#: stages between ingest and validate.
+DATA_STAGES = stage_names("data-stages")
 #: The data stages with a stage-wide time budget, which may leave papers for the next night.
 DEFERRING_STAGES = ("prepare", "graph")
 #: How much of a failed command's output goes into the error message.

@@ -3,8 +3,8 @@ artifact ``promotion``), the notice the webhook gets, and the short reason a fai
 night's MLflow record carries.
 
 The numbers come from ``metrics/promotion.json``'s record
-(:class:`~pipelines.common.metric_records.PromotionRecord`): each query set's figures, the
-deciding set first, labelled as everywhere else (:mod:`pipelines.common.reporting`).
+(:class:`~pipelines.registry.metric_records.PromotionRecord`): each query set's figures, the
+deciding set first, labelled as everywhere else (:mod:`pipelines.registry.reporting`).
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pipelines.common.metric_records import PromotionRecord
-from pipelines.common.reporting import metric_label, round_p_value, round_score
 from pipelines.promote.headline import FAILED
+from pipelines.registry.metric_records import PromotionRecord
+from pipelines.registry.reporting import metric_label, round_p_value, round_score
 
 #: The longest reason a failed night's record carries (the log has the rest).
 MAX_REASON_CHARS = 300

@@ -20,7 +20,7 @@ import typer
 
 from pipelines.common import offline, quiet
 from pipelines.common.cli import MathembedGroup
-from pipelines.dev import cli as dev_cli
+from pipelines.common.parts import STAGES
 from pipelines.evaluate import cli as evaluate_cli
 from pipelines.graph import cli as graph_cli
 from pipelines.ingest import cli as ingest_cli
@@ -97,22 +97,25 @@ def bench_metrics(
 
 
 # Each stage registers its own commands (``register(app)`` in ``pipelines/<stage>/cli.py``),
-# in pipeline order, then the developer tools: the CLI and the logic of a stage sit in one
-# folder. A command module imports only Typer and ``pipelines.common`` at the top, so
-# ``--help`` stays quick.
-REGISTRARS = (
-    sample_cli.register,
-    ingest_cli.register,
-    prepare_cli.register,
-    graph_cli.register,
-    pairs_cli.register,
-    validate_cli.register,
-    train_cli.register,
-    evaluate_cli.register,
-    promote_cli.register,
-    search_cli.register,
-    dev_cli.register,
-)
+# in the order of :data:`~pipelines.common.parts.STAGES`: the CLI and the logic of a stage
+# sit in one folder. A command module imports only Typer and ``pipelines.common`` at the
+# top, so ``--help`` stays quick. They are imported by name above (an import the layering
+# test can see); a stage missing here fails at import, one not in STAGES fails its test.
+STAGE_COMMANDS = {
+    module.__name__: module
+    for module in (
+        sample_cli,
+        ingest_cli,
+        prepare_cli,
+        graph_cli,
+        pairs_cli,
+        validate_cli,
+        train_cli,
+        evaluate_cli,
+        promote_cli,
+        search_cli,
+    )
+}
 
 
 def new_app() -> typer.Typer:
@@ -132,8 +135,8 @@ def new_app() -> typer.Typer:
     app.callback()(_startup)
     app.command()(version)
     app.command("bench-metrics")(bench_metrics)
-    for register in REGISTRARS:
-        register(app)
+    for stage in STAGES:
+        STAGE_COMMANDS[stage.commands].register(app)
     return app
 
 

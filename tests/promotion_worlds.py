@@ -24,12 +24,12 @@ import pytest
 
 from pipelines.common.config import EvaluateParams, Params, PromoteParams
 from pipelines.common.io import write_json, write_parquet
-from pipelines.common.models import data_hash, model_fingerprint
 from pipelines.common.paths import Paths
-from pipelines.common.registry import tracking_uri
 from pipelines.promote.aliases import status
 from pipelines.promote.promotion import PromotionResult, promote_candidate
 from pipelines.promote.scoring import eval_data_hash
+from pipelines.registry.mlflow_registry import tracking_uri
+from pipelines.retrieval.models import data_hash, model_fingerprint
 
 MODEL_NAME = "math-embed"
 

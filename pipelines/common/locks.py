@@ -7,7 +7,7 @@ second one waits a bounded time, then fails naming the lock file and its holder.
 OS file lock (``flock``, taken by ``filelock``), so a killed holder leaves no stale lock.
 The nightly flow's own lock (``data/nightly.lock``) is a different file: the flow runs its
 stages one at a time through ``dvc repro``, each taking this lock in turn; so is the
-promotion lock (``mlruns/promote.lock``, :func:`pipelines.common.registry.promotion_lock`),
+promotion lock (``mlruns/promote.lock``, :func:`pipelines.registry.mlflow_registry.promotion_lock`),
 one promotion or rollback at a time. :func:`held_lock` is the one file lock every lock of
 mathembed (stage, nightly run, promotion) is made of.
 """

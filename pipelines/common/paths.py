@@ -79,13 +79,14 @@ class Paths:
     @property
     def embedding_store(self) -> Path:
         """The per-passage embedding store (a LanceDB database): kept across runs, not a
-        DVC output (:mod:`pipelines.common.vector_store`)."""
+        DVC output (:mod:`pipelines.retrieval.vector_store`)."""
         return self.root / "data" / "embeddings"
 
     @property
     def lexical_index(self) -> Path:
         """The corpus's saved BM25 index, beside the embedding store: written by evaluate,
-        loaded by search; kept across runs, not a DVC output (:mod:`pipelines.common.lexical`)."""
+        loaded by search; kept across runs, not a DVC output
+        (:mod:`pipelines.retrieval.lexical`)."""
         return self.embedding_store / "bm25"
 
     @property

@@ -42,12 +42,12 @@ def evaluate(
     metrics/<set>.json (the DVC metrics: named, masked, described), metrics/eval.json (every score),
     metrics/eval_per_query.parquet and reports/eval/ (metrics.csv, plot data, figures).
     """
-    from pipelines.common.candidate_metadata import BaseModelSpec, recorded_base_model
-    from pipelines.common.models import ModelLoadError
     from pipelines.common.paths import Paths
-    from pipelines.common.reporting import format_p_value, format_score
     from pipelines.evaluate.headline import PairedTest
     from pipelines.evaluate.stage import EvalOutputs, run_evaluate
+    from pipelines.registry.candidate_metadata import BaseModelSpec, recorded_base_model
+    from pipelines.registry.reporting import format_p_value, format_score
+    from pipelines.retrieval.models import ModelLoadError
 
     log_progress()  # the embedding's progress reaches dvc's output and the flow log
     paths = Paths(root)

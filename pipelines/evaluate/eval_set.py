@@ -4,7 +4,7 @@ checked against each other and indexed by corpus row.
 Sets (:data:`pipelines.common.tables.QUERY_SETS`). ``named``: a held-out concept's name ->
 its defining passage. ``masked``: the same queries against a corpus in which every
 relevant passage of a named query has that query's name masked out
-(:mod:`pipelines.common.masking`; :attr:`EvalSet.masked_texts`), so only its meaning
+(:mod:`pipelines.mathtext.masking`; :attr:`EvalSet.masked_texts`), so only its meaning
 can find it. ``described``: a description people wrote (a slogan, a citing sentence) ->
 the held-out statement it describes; the passage a citing sentence sits in holds the
 query's own words and is not ranked for it (the query's ``exclude``).
@@ -28,9 +28,9 @@ import numpy.typing as npt
 import pandas as pd
 
 from pipelines.common import io
-from pipelines.common.masking import mask_name, names_in
 from pipelines.common.paths import Paths
 from pipelines.common.tables import QUERY_SETS, TABLES
+from pipelines.mathtext.masking import mask_name, names_in
 
 SUBSETS = ("seen", "unseen")
 NAMED = "named"

@@ -1,10 +1,10 @@
 """The evaluate stage's full table and the settings of its paired test.
 
 The headline (``metrics/<set>.json`` per query set, the DVC metrics) is a view of eval.json's
-``sets`` (:class:`~pipelines.common.metric_records.SetHeadline`).
+``sets`` (:class:`~pipelines.registry.metric_records.SetHeadline`).
 ``reports/eval/metrics.csv`` is everything ``metrics/eval.json`` scores, one tidy row per
 (subset, model, dim, metric, k): the table to filter, plot or log as an artifact. Numbers
-are rounded by :mod:`pipelines.common.reporting`, the one place that says how a score or a
+are rounded by :mod:`pipelines.registry.reporting`, the one place that says how a score or a
 p-value is written.
 """
 

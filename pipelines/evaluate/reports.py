@@ -27,10 +27,10 @@ import pandas as pd
 
 from pipelines.common import io
 from pipelines.common.allowed import METRIC_FAMILIES
-from pipelines.common.reporting import FAMILY_TITLES, metric_label
 from pipelines.common.tables import MEANING_SETS, QUERY_SETS
 from pipelines.evaluate.eval_set import NAMED, EvalSet
 from pipelines.evaluate.sources import BASE, CANDIDATE
+from pipelines.registry.reporting import FAMILY_TITLES, metric_label
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

@@ -3,7 +3,7 @@ at each Matryoshka dimension (truncate, then L2-normalise) and score the ranking
 ``metrics_rs.evaluate`` — the one place the metrics are defined. The evaluate stage and
 promotion both score through here, so their numbers agree on the same data.
 
-Embeddings go through the per-passage store (:mod:`pipelines.common.vector_store`), keyed
+Embeddings go through the per-passage store (:mod:`pipelines.retrieval.vector_store`), keyed
 by model fingerprint and text hash: only the texts a model has not embedded before are
 embedded, and a model whose embeddings are all stored is not even loaded.
 """
@@ -19,11 +19,11 @@ import numpy as np
 import numpy.typing as npt
 
 import metrics_rs
-from pipelines.common.embeddings import Embeddings, LazyModel, matryoshka
-from pipelines.common.lexical import LexicalIndex, retokenized, tokenize
-from pipelines.common.vector_store import EmbeddingStore, embed_stored
 from pipelines.evaluate.eval_set import DESCRIBED, MASKED, NAMED, SUBSETS, EvalSet, Subset
 from pipelines.evaluate.sources import ModelSource
+from pipelines.retrieval.embeddings import Embeddings, LazyModel, matryoshka
+from pipelines.retrieval.lexical import LexicalIndex, retokenized, tokenize
+from pipelines.retrieval.vector_store import EmbeddingStore, embed_stored
 
 #: What :func:`score_eval_set` scores against the corpus as it is; ``masked`` is scored
 #: against the corpus with its names masked out.
@@ -214,7 +214,7 @@ def lexical_indexes(eval_set: EvalSet) -> LexicalIndexes:
 def score_lexical(
     eval_set: EvalSet, *, ks: Sequence[int], indexes: LexicalIndexes | None = None
 ) -> dict[str, SubsetScores]:
-    """BM25 (:class:`~pipelines.common.lexical.LexicalIndex`) on each set, the reference row
+    """BM25 (:class:`~pipelines.retrieval.lexical.LexicalIndex`) on each set, the reference row
     that says whether a model beats plain word matching; scored like a model, at
     :data:`LEXICAL_DIM`. A passage BM25 does not match ranks after those it does, by row.
     ``indexes``: :func:`lexical_indexes` of ``eval_set``, when the caller keeps them."""

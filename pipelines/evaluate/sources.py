@@ -3,7 +3,7 @@ each as a :class:`ModelSource` (a fingerprint to key the embedding cache, and a 
 that runs only on a cache miss).
 
 The base model is the one the candidate recorded in its ``mathembed.json``
-(:attr:`pipelines.common.candidate_metadata.CandidateMetadata.base_spec`).
+(:attr:`pipelines.registry.candidate_metadata.CandidateMetadata.base_spec`).
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipelines.common import models
-from pipelines.common.candidate_metadata import BaseModelSpec
-from pipelines.common.embeddings import TextEncoder
+from pipelines.registry.candidate_metadata import BaseModelSpec
+from pipelines.retrieval import models
+from pipelines.retrieval.embeddings import TextEncoder
 
 CANDIDATE = "candidate"
 BASE = "base"

@@ -18,10 +18,10 @@ Outputs:
 ``metrics/<set>.json`` (the DVC metrics, one file per query set: named.json, masked.json,
 described.json): the candidate's and the base model's scores on the headline metrics
 (``promote.metrics``) at the full dimension and the paired test's p, every number on that
-set's queries (:class:`~pipelines.common.metric_records.SetHeadline`, from eval.json's
+set's queries (:class:`~pipelines.registry.metric_records.SetHeadline`, from eval.json's
 ``sets``).
 
-``metrics/eval.json`` (every score, :class:`~pipelines.common.metric_records.EvalRecord`;
+``metrics/eval.json`` (every score, :class:`~pipelines.registry.metric_records.EvalRecord`;
 in git, a DVC output but not a DVC metric: its 900 values would drown
 ``dvc metrics show``)::
 
@@ -43,11 +43,11 @@ in git, a DVC output but not a DVC metric: its 900 values would drown
                                                   "new_model": false}, ...}}}
 
 ``embedding_store`` says what the night cost: the texts each model embedded now and those
-taken from the per-passage store (:mod:`pipelines.common.vector_store`); ``new_model`` marks
+taken from the per-passage store (:mod:`pipelines.retrieval.vector_store`); ``new_model`` marks
 a model with nothing stored before (a new candidate embeds all). With ``evaluate.cache``
 the corpus's BM25 index, built for the ``bm25`` reference row, is kept beside the store
 (``data/embeddings/bm25/``, not a DVC output) for search to load
-(:mod:`pipelines.common.lexical`).
+(:mod:`pipelines.retrieval.lexical`).
 
 ``metrics/eval_per_query.parquet``: ``query_id, model, dim, metric, value`` for subset
 ``all``, every model, dimension and metric; within one (model, dim, metric) the rows
@@ -72,18 +72,9 @@ import numpy as np
 import pandas as pd
 
 from pipelines.common import io
-from pipelines.common.candidate_metadata import (
-    BaseModelSpec,
-    CandidateMetadata,
-    read_candidate_metadata,
-)
 from pipelines.common.config import EvaluateParams
-from pipelines.common.lexical import save_lexical_index
-from pipelines.common.metric_records import EVAL_KEYS, EvalRecord, SetHeadline
 from pipelines.common.paths import MODEL_METADATA_FILE, Paths
-from pipelines.common.reporting import round_p_value, round_score
 from pipelines.common.tables import QUERY_SETS
-from pipelines.common.vector_store import EmbeddingStore, open_store
 from pipelines.evaluate.eval_set import NAMED, SUBSETS, EvalSet, load_eval_set
 from pipelines.evaluate.headline import TABLE_FILE, PairedTest, metrics_table
 from pipelines.evaluate.reports import headline_metrics, write_reports
@@ -106,6 +97,15 @@ from pipelines.evaluate.sources import (
     check_model_dir,
     local_model_source,
 )
+from pipelines.registry.candidate_metadata import (
+    BaseModelSpec,
+    CandidateMetadata,
+    read_candidate_metadata,
+)
+from pipelines.registry.metric_records import EVAL_KEYS, EvalRecord, SetHeadline
+from pipelines.registry.reporting import round_p_value, round_score
+from pipelines.retrieval.lexical import save_lexical_index
+from pipelines.retrieval.vector_store import EmbeddingStore, open_store
 
 log = logging.getLogger(__name__)
 

@@ -25,11 +25,8 @@ from typing import Any
 
 import pandas as pd
 
-from pipelines.common.concept_phrases import statement_concept_name
 from pipelines.common.config import GraphParams
 from pipelines.common.isolation import StageBudget
-from pipelines.common.names import SurfaceMatcher, match_form, normalise_name
-from pipelines.common.refs import cited_statements
 from pipelines.common.tables import (
     CONCEPT_TYPES,
     CONCEPTS_SCHEMA,
@@ -52,6 +49,9 @@ from pipelines.graph.rules import description_from, is_definitional, split_sente
 from pipelines.graph.scan import DocumentScan
 from pipelines.graph.terms import corroborated
 from pipelines.graph.workers import MIN_PAPERS_FOR_POOL
+from pipelines.mathtext.concept_phrases import statement_concept_name
+from pipelines.mathtext.names import SurfaceMatcher, match_form, normalise_name
+from pipelines.mathtext.refs import cited_statements
 
 # A statement naming more concepts than this is a survey sentence; its pairs say little.
 MAX_COOCCURRING_CONCEPTS = 12

@@ -35,7 +35,6 @@ from tqdm import tqdm  # type: ignore[import-untyped]
 from pipelines.common import io
 from pipelines.common.config import GraphParams
 from pipelines.common.isolation import Deferred, Failure, StageBudget
-from pipelines.common.names import SurfaceMatcher
 from pipelines.common.paths import Paths
 from pipelines.common.tables import RELATIONS, Relation
 from pipelines.graph.extractor import (
@@ -54,6 +53,7 @@ from pipelines.graph.workers import (
     run_papers,
     scan_one,
 )
+from pipelines.mathtext.names import SurfaceMatcher
 
 # Bump when the cache file's layout changes.
 CACHE_FORMAT = 2  # 2: candidates carry their statement_id

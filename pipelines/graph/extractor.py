@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from pipelines.common.names import normalise_name
 from pipelines.common.tables import ConceptType, Evidence, Relation
+from pipelines.mathtext.names import normalise_name
 
 
 @dataclass(frozen=True)

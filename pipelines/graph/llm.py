@@ -37,7 +37,6 @@ from tenacity import (
 )
 
 from pipelines.common import io
-from pipelines.common.concept_phrases import clean_term
 from pipelines.common.tables import CONCEPT_TYPES, RELATIONS, ConceptType, Relation
 from pipelines.graph.extractor import (
     Chunk,
@@ -46,6 +45,7 @@ from pipelines.graph.extractor import (
     PaperDocument,
     RelationCandidate,
 )
+from pipelines.mathtext.concept_phrases import clean_term
 
 SYSTEM_PROMPT = (
     "You extract mathematical concepts from excerpts of a research paper, for a knowledge "

@@ -1,7 +1,7 @@
 """Concept candidates from every paper, merged into concepts by normalised name and alias.
 
 Papers name one concept in many ways; :func:`merge_candidates` groups the sightings whose
-keys or aliases meet (:func:`~pipelines.common.names.merge_keys`) and picks, per concept,
+keys or aliases meet (:func:`~pipelines.mathtext.names.merge_keys`) and picks, per concept,
 the display name, type, description and aliases the sightings agree on most.
 """
 
@@ -11,9 +11,9 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from pipelines.common.names import merge_keys, normalise_name, words_of
 from pipelines.common.tables import EVIDENCE_ORDER
 from pipelines.graph.extractor import ConceptCandidate
+from pipelines.mathtext.names import merge_keys, normalise_name, words_of
 
 
 @dataclass

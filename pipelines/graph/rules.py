@@ -12,7 +12,7 @@ as cleaned text (``$…$`` math, no LaTeX formatting) and finds:
 * named statements: ``\\begin{theorem}[Rogers–Ramanujan identities]`` -> a concept typed
   from its head noun (identity, theorem, conjecture, technique) or from the statement
   kind; a bare proper name gets the kind appended ("Euler" -> "Euler's theorem", by
-  :func:`~pipelines.common.concept_phrases.statement_concept_name`);
+  :func:`~pipelines.mathtext.concept_phrases.statement_concept_name`);
 * keywords: a "Keywords:" / "Key words and phrases:" line in the abstract or a chunk.
 
 arXiv categories are not turned into concepts: "math.CO" names a field, not a concept a
@@ -30,15 +30,6 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from pipelines.common.concept_phrases import (
-    INLINE_MATH,
-    clean_statement_name,
-    clean_term,
-    statement_concept_name,
-    type_from_head,
-)
-from pipelines.common.names import match_form, surface_forms, words_of
-from pipelines.common.passages import PassageFinder
 from pipelines.common.tables import STATEMENT_KINDS, ConceptType
 from pipelines.graph.extractor import (
     ConceptCandidate,
@@ -47,6 +38,15 @@ from pipelines.graph.extractor import (
     Statement,
 )
 from pipelines.graph.terms import defined_term
+from pipelines.mathtext.concept_phrases import (
+    INLINE_MATH,
+    clean_statement_name,
+    clean_term,
+    statement_concept_name,
+    type_from_head,
+)
+from pipelines.mathtext.names import match_form, surface_forms, words_of
+from pipelines.mathtext.passages import PassageFinder
 
 # -- terms ----------------------------------------------------------------------------
 

@@ -3,8 +3,8 @@ relations written between them.
 
 These are the corpus-level rules: they need every paper's concepts first, so they run in
 a second pass over the text (:func:`scan_document`, one :class:`DocumentScan` per paper),
-on text in :func:`~pipelines.common.names.match_form` between the mentions a
-:class:`~pipelines.common.names.SurfaceMatcher` found. A stated relation is one of the
+on text in :func:`~pipelines.mathtext.names.match_form` between the mentions a
+:class:`~pipelines.mathtext.names.SurfaceMatcher` found. A stated relation is one of the
 patterns "X generalizes Y", "Y is a special case of X", "X is a Y", "X implies Y", "Y
 follows from X" (:func:`find_relations`).
 """
@@ -16,9 +16,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pipelines.common.names import BARRIER, Mention, SurfaceMatcher, match_form
 from pipelines.common.tables import Relation
 from pipelines.graph.extractor import PaperDocument
+from pipelines.mathtext.names import BARRIER, Mention, SurfaceMatcher, match_form
 
 # -- relation patterns ----------------------------------------------------------------
 

@@ -13,8 +13,8 @@ name is one:
   (:func:`corroborated`).
 
 No name made of discourse words is ever a concept, whatever the evidence: every name
-passes :func:`~pipelines.common.concept_phrases.clean_term`, which refuses them
-(:func:`~pipelines.common.concept_phrases.is_discourse`). Pure functions.
+passes :func:`~pipelines.mathtext.concept_phrases.clean_term`, which refuses them
+(:func:`~pipelines.mathtext.concept_phrases.is_discourse`). Pure functions.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from __future__ import annotations
 import functools
 import re
 
-from pipelines.common.concept_phrases import INLINE_MATH, clean_term
-from pipelines.common.names import normalise_name, word_set
+from pipelines.mathtext.concept_phrases import INLINE_MATH, clean_term
+from pipelines.mathtext.names import normalise_name, word_set
 
 #: Prepositions and articles a marked term may trail ("scheme over $S$" -> "scheme over").
 _TRAILING = word_set(
@@ -85,5 +85,5 @@ def is_everyday_word(name: str) -> bool:
 
 def corroborated(name: str, weak_papers: int) -> bool:
     """Whether a name seen only with weak evidence is still a concept (it passed
-    :func:`~pipelines.common.concept_phrases.clean_term`, so it is no discourse phrase)."""
+    :func:`~pipelines.mathtext.concept_phrases.clean_term`, so it is no discourse phrase)."""
     return weak_papers >= MIN_WEAK_PAPERS and not is_everyday_word(name)

@@ -14,10 +14,10 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from pipelines.common.isolation import Deferred, Failure, StageBudget, run_isolated
-from pipelines.common.names import SurfaceMatcher
 from pipelines.graph.extractor import Extraction, PaperDocument
 from pipelines.graph.rules import RulesExtractor
 from pipelines.graph.scan import DocumentScan, scan_document
+from pipelines.mathtext.names import SurfaceMatcher
 
 # Below this many papers, more than one worker costs more than it saves.
 MIN_PAPERS_FOR_POOL = 400

@@ -15,7 +15,7 @@ Training pairs (``data/training/pairs.parquet``), one ``(anchor, positive)`` eac
 * ``statement``: a named statement's concept name ("Rogers–Ramanujan identities",
   "Bailey's lemma") -> the statement's text.
 * ``proof``: a statement's text -> the proof that follows it; ``citation``: a statement's
-  text -> each statement it or its proof cites by ``\\ref`` (:mod:`pipelines.common.refs`).
+  text -> each statement it or its proof cites by ``\\ref`` (:mod:`pipelines.mathtext.refs`).
   Their ``concept`` is the anchor statement's id: they teach the papers' structure.
 
 Duplicates (same anchor and positive text) are kept once, the first in the order above.
@@ -40,10 +40,7 @@ from typing import Any
 
 import pandas as pd
 
-from pipelines.common.concept_phrases import statement_concept_name
 from pipelines.common.config import PairsParams
-from pipelines.common.masking import mask_name, names_in
-from pipelines.common.names import normalise_name
 from pipelines.common.tables import (
     EVIDENCE_ORDER,
     PAIR_KINDS,
@@ -51,6 +48,9 @@ from pipelines.common.tables import (
     SPLITS,
     STORED_QUERY_SETS,
 )
+from pipelines.mathtext.concept_phrases import statement_concept_name
+from pipelines.mathtext.masking import mask_name, names_in
+from pipelines.mathtext.names import normalise_name
 from pipelines.pairs.descriptions import (
     STATEMENT_SALT,
     StatementInfo,

@@ -29,11 +29,11 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from pipelines.common.concept_phrases import GENERIC_WORDS
 from pipelines.common.config import PairsParams
-from pipelines.common.names import word_set
-from pipelines.common.passages import CITE_PLACEHOLDER, REF_PLACEHOLDER, PassageFinder
-from pipelines.common.refs import LabelIndex
+from pipelines.mathtext.concept_phrases import GENERIC_WORDS
+from pipelines.mathtext.names import word_set
+from pipelines.mathtext.passages import CITE_PLACEHOLDER, REF_PLACEHOLDER, PassageFinder
+from pipelines.mathtext.refs import LabelIndex
 
 DESCRIBED_SET = "described"
 #: The statements a citing sentence may be a described query for: results. A sentence

@@ -39,10 +39,10 @@ from dataclasses import dataclass
 import pandas as pd
 
 from pipelines.common.config import PairsParams
-from pipelines.common.names import SurfaceMatcher, match_form
-from pipelines.common.passages import PassageFinder
-from pipelines.common.refs import cited_statements, citing_statements
 from pipelines.common.tables import QRELS_SCHEMA, QUERIES_SCHEMA
+from pipelines.mathtext.names import SurfaceMatcher, match_form
+from pipelines.mathtext.passages import PassageFinder
+from pipelines.mathtext.refs import cited_statements, citing_statements
 from pipelines.pairs.stable import query_id
 
 QUERY_COLUMNS = QUERIES_SCHEMA.names

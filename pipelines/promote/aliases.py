@@ -10,9 +10,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pipelines.common.config import PromoteParams
-from pipelines.common.metric_records import UNRECORDED
 from pipelines.common.paths import Paths
-from pipelines.common.registry import (
+from pipelines.promote.provenance import now
+from pipelines.promote.tags import recorded_decision
+from pipelines.registry.metric_records import UNRECORDED
+from pipelines.registry.mlflow_registry import (
     ALIASES,
     CHAMPION,
     PREVIOUS,
@@ -23,8 +25,6 @@ from pipelines.common.registry import (
     promotion_lock,
     registry_errors,
 )
-from pipelines.promote.provenance import now
-from pipelines.promote.tags import recorded_decision
 
 if TYPE_CHECKING:
     from mlflow.entities.model_registry import ModelVersion

@@ -8,15 +8,15 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.common import io
-from pipelines.common.candidate_metadata import (
+from pipelines.common.paths import MODEL_METADATA_FILE, Paths
+from pipelines.common.tables import TABLES
+from pipelines.registry.candidate_metadata import (
     CandidateMetadata,
     CandidateMetadataError,
     read_candidate_metadata,
 )
-from pipelines.common.models import data_hash, model_fingerprint
-from pipelines.common.paths import MODEL_METADATA_FILE, Paths
-from pipelines.common.registry import PromotionRefusedError
-from pipelines.common.tables import TABLES
+from pipelines.registry.mlflow_registry import PromotionRefusedError
+from pipelines.retrieval.models import data_hash, model_fingerprint
 
 
 @dataclass(frozen=True)

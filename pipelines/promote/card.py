@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipelines.common.metric_records import UNRECORDED, SetFigures
-from pipelines.common.reporting import format_delta, format_p_value, format_score, metric_label
 from pipelines.promote.decision import Decision
+from pipelines.registry.metric_records import UNRECORDED, SetFigures
+from pipelines.registry.reporting import format_delta, format_p_value, format_score, metric_label
 
 #: What each ``pairs.qrels_scope`` counts as relevant (see pipelines/pairs/evaluation.py).
 RELEVANCE_RULES = {

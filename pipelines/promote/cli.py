@@ -25,7 +25,7 @@ from pipelines.common.cli import (
 
 def _bad_input() -> tuple[type[BaseException], ...]:
     """What a promotion command reports in one line: each carries what to do about it."""
-    from pipelines.common.registry import PromotionError
+    from pipelines.registry.mlflow_registry import PromotionError
 
     # QueryMismatchError (the decision's sides scored on different queries) is a ValueError.
     return (PromotionError, FileNotFoundError, ValueError)
@@ -67,9 +67,9 @@ def status(params: ParamsOption = DEFAULT_PARAMS, root: RootOption = DEFAULT_ROO
     """
     from pipelines.common.config import load_params
     from pipelines.common.paths import Paths
-    from pipelines.common.vector_store import verify_store
     from pipelines.promote.aliases import status as alias_status
     from pipelines.promote.formatting import format_status, format_store_checks
+    from pipelines.retrieval.vector_store import verify_store
 
     with command_errors("status", bad_input=_bad_input()):
         entries = alias_status(Paths(root), load_params(params_path(params, root)).promote)

@@ -32,8 +32,8 @@ import numpy as np
 import numpy.typing as npt
 
 from pipelines.common.config import PromoteParams
-from pipelines.common.metric_records import UNRECORDED, SetFigures
-from pipelines.common.reporting import format_delta, format_p_value, format_score
+from pipelines.registry.metric_records import UNRECORDED, SetFigures
+from pipelines.registry.reporting import format_delta, format_p_value, format_score
 
 Side = Literal["champion", "base"]
 

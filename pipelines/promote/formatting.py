@@ -3,13 +3,13 @@ logs the same promotion summary)."""
 
 from __future__ import annotations
 
-from pipelines.common.metric_records import UNRECORDED
 from pipelines.common.redact import redact_url
-from pipelines.common.reporting import format_delta, format_p_value, format_score
-from pipelines.common.vector_store import TableCheck
 from pipelines.promote.aliases import AliasStatus, RollbackResult
 from pipelines.promote.promotion import PromotionResult
 from pipelines.promote.tags import TAG_ROLLED_BACK
+from pipelines.registry.metric_records import UNRECORDED
+from pipelines.registry.reporting import format_delta, format_p_value, format_score
+from pipelines.retrieval.vector_store import TableCheck
 
 
 def format_promotion(result: PromotionResult) -> str:

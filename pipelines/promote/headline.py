@@ -1,6 +1,6 @@
 """The numbers a promotion run logs to MLflow, and the outcomes a night can end with. Pure.
 
-:func:`run_metrics`: a decision's figures (:class:`~pipelines.common.metric_records.SetFigures`,
+:func:`run_metrics`: a decision's figures (:class:`~pipelines.registry.metric_records.SetFigures`,
 one per query set) as MLflow metric names, each naming its set (no "@":
 ``masked.candidate_mrr_at_10``): the only evaluation metrics a promotion run logs, so
 MLflow's chart view opens on them and no chart compares numbers from two sets.
@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from pipelines.common.metric_records import SetFigures
-from pipelines.common.reporting import NOT_PROMOTED, PROMOTED, mlflow_name
+from pipelines.registry.metric_records import SetFigures
+from pipelines.registry.reporting import NOT_PROMOTED, PROMOTED, mlflow_name
 
 #: A night's outcome (``mathembed.outcome``): what promote decided (``PROMOTED``,
 #: ``NOT_PROMOTED``: the decision of ``metrics/promotion.json``), or why it did not run.

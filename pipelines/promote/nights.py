@@ -30,14 +30,19 @@ from pipelines.common import io
 from pipelines.common.config import Params, PromoteParams
 from pipelines.common.paths import Paths
 from pipelines.common.redact import redact
-from pipelines.common.registry import Registry, connect, promotion_experiment, registry_errors
-from pipelines.common.reporting import PROMOTED, metric_label
 from pipelines.promote.headline import FAILED, OUTCOMES, metric_key
 from pipelines.promote.run_log import (
     NOTE_TAG,
     OUTCOME_TAG,
     outcome_tags,
 )
+from pipelines.registry.mlflow_registry import (
+    Registry,
+    connect,
+    promotion_experiment,
+    registry_errors,
+)
+from pipelines.registry.reporting import PROMOTED, metric_label
 
 if TYPE_CHECKING:
     from mlflow.entities import Run

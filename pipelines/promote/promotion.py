@@ -30,7 +30,7 @@
 8. records the night (the run above, or a run of its own for a re-decision) and draws the
    trend across nights (:mod:`pipelines.promote.nights`), best-effort;
 9. writes ``metrics/promotion.json``
-   (:class:`~pipelines.common.metric_records.PromotionRecord`): the decision, the set it
+   (:class:`~pipelines.registry.metric_records.PromotionRecord`): the decision, the set it
    was decided on, and each set's figures, the deciding set first.
 
 A crash anywhere leaves the registry consistent and a rerun finishes the job: the version
@@ -42,7 +42,7 @@ promoted, not even by its recorded decision. The tracking URI is stored and prin
 without its credentials. A re-decision first sets ``settled`` to ``false`` and writes the
 ``eval_data_hash`` tag after the other decision tags, so a crash in the middle of one is
 also finished by the rerun. If MLflow cannot be reached, nothing is written and
-:class:`~pipelines.common.registry.RegistryError` says so; the candidate stays on disk,
+:class:`~pipelines.registry.mlflow_registry.RegistryError` says so; the candidate stays on disk,
 untouched, for a rerun.
 """
 
@@ -59,21 +59,8 @@ import requests
 
 from pipelines.common import io
 from pipelines.common.config import Params
-from pipelines.common.metric_records import UNRECORDED, PromotionRecord, SetFigures
 from pipelines.common.paths import Paths
 from pipelines.common.redact import redact, redact_url
-from pipelines.common.registry import (
-    CHALLENGER,
-    CHAMPION,
-    PREVIOUS,
-    TAG_FINGERPRINT,
-    Registry,
-    connect,
-    fluent_uri,
-    promotion_lock,
-    registry_errors,
-)
-from pipelines.common.reporting import NOT_PROMOTED, PROMOTED, promotion_file
 from pipelines.common.tables import MEANING_SETS, QUERY_SETS, TABLES
 from pipelines.promote.candidate import Candidate, load_candidate, require_validated
 from pipelines.promote.card import CardFacts, model_card
@@ -116,6 +103,19 @@ from pipelines.promote.tags import (
     recorded_figures,
     rewrite_decision,
 )
+from pipelines.registry.metric_records import UNRECORDED, PromotionRecord, SetFigures
+from pipelines.registry.mlflow_registry import (
+    CHALLENGER,
+    CHAMPION,
+    PREVIOUS,
+    TAG_FINGERPRINT,
+    Registry,
+    connect,
+    fluent_uri,
+    promotion_lock,
+    registry_errors,
+)
+from pipelines.registry.reporting import NOT_PROMOTED, PROMOTED, promotion_file
 
 if TYPE_CHECKING:
     from mlflow.entities.model_registry import ModelVersion

@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 
 from pipelines.common.paths import Paths
-from pipelines.common.registry import PromotionRefusedError
+from pipelines.registry.mlflow_registry import PromotionRefusedError
 
 
 def dvc_lock_hashes(paths: Paths) -> dict[str, str]:

@@ -24,9 +24,9 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from pipelines.common.masking import names_in
 from pipelines.common.paths import Paths
 from pipelines.common.tables import QUERY_SETS, TABLES
+from pipelines.mathtext.masking import names_in
 
 #: The order examples are taken in: people's own words first, then a concept's name.
 EXAMPLE_SETS = ("described", "named")

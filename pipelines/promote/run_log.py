@@ -25,10 +25,7 @@ from urllib.request import url2pathname
 
 from pipelines.common import io
 from pipelines.common.config import Params, PromoteParams
-from pipelines.common.metric_records import SetFigures
 from pipelines.common.paths import MODEL_METADATA_FILE, TRAINING_RUN_FILE, Paths
-from pipelines.common.registry import TAG_FINGERPRINT, Registry, promotion_experiment
-from pipelines.common.reporting import NOT_PROMOTED, PROMOTED, mlflow_name
 from pipelines.promote.candidate import Candidate
 from pipelines.promote.card import model_readme
 from pipelines.promote.decision import Decision
@@ -38,6 +35,9 @@ from pipelines.promote.readme import finish_readme, read_run_facts
 from pipelines.promote.run_inputs import embedding_signature, log_datasets
 from pipelines.promote.scoring import ScoredModels
 from pipelines.promote.tags import TAG_EVAL_DATA
+from pipelines.registry.metric_records import SetFigures
+from pipelines.registry.mlflow_registry import TAG_FINGERPRINT, Registry, promotion_experiment
+from pipelines.registry.reporting import NOT_PROMOTED, PROMOTED, mlflow_name
 
 if TYPE_CHECKING:
     from mlflow.entities import Metric

@@ -11,7 +11,7 @@ set by set: a significant win on at least one meaning set, at ``alpha`` split be
 them, and no significant loss on any set.
 
 Embeddings come from the per-passage store keyed by model fingerprint and text
-(:mod:`pipelines.common.vector_store`), so a champion already scored on this data (it was,
+(:mod:`pipelines.retrieval.vector_store`), so a champion already scored on this data (it was,
 as a candidate) is not even loaded.
 """
 
@@ -23,18 +23,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from pipelines.common.config import Params
-from pipelines.common.embeddings import TextEncoder
-from pipelines.common.models import ModelLoadError, data_hash
 from pipelines.common.paths import MODEL_METADATA_FILE, Paths
-from pipelines.common.registry import (
-    CHAMPION,
-    PromotionRefusedError,
-    Registry,
-    load_registered_model,
-    version_fingerprint,
-)
 from pipelines.common.tables import MEANING_SETS, QUERY_SETS, TABLES
-from pipelines.common.vector_store import EmbeddingStore, open_store
 from pipelines.evaluate.eval_set import EVAL_TABLES, EvalSet, load_eval_set
 from pipelines.evaluate.scoring import embed_eval_set, score_eval_set
 from pipelines.evaluate.sources import (
@@ -45,6 +35,16 @@ from pipelines.evaluate.sources import (
 )
 from pipelines.promote.candidate import Candidate
 from pipelines.promote.decision import Scores
+from pipelines.registry.mlflow_registry import (
+    CHAMPION,
+    PromotionRefusedError,
+    Registry,
+    load_registered_model,
+    version_fingerprint,
+)
+from pipelines.retrieval.embeddings import TextEncoder
+from pipelines.retrieval.models import ModelLoadError, data_hash
+from pipelines.retrieval.vector_store import EmbeddingStore, open_store
 
 if TYPE_CHECKING:
     from mlflow.entities.model_registry import ModelVersion

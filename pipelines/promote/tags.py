@@ -10,7 +10,7 @@ carry one tag per metric and side (``candidate.mrr_at_10``...): they are still r
 a re-decision replaces them by the new layout.
 
 Tag keys may not contain "@", so metric names are spelled with "_at_" (``mrr@10`` ->
-``mrr_at_10``: :func:`pipelines.common.reporting.mlflow_name`).
+``mrr_at_10``: :func:`pipelines.registry.reporting.mlflow_name`).
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipelines.common.config import PromoteParams
-from pipelines.common.metric_records import UNRECORDED, SetFigures, numeric_scores
-from pipelines.common.registry import TAG_FINGERPRINT, Registry
-from pipelines.common.reporting import mlflow_name
 from pipelines.promote.decision import Decision, Side
 from pipelines.promote.provenance import git_commit
+from pipelines.registry.metric_records import UNRECORDED, SetFigures, numeric_scores
+from pipelines.registry.mlflow_registry import TAG_FINGERPRINT, Registry
+from pipelines.registry.reporting import mlflow_name
 
 if TYPE_CHECKING:
     from mlflow.entities.model_registry import ModelVersion

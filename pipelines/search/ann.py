@@ -4,7 +4,7 @@ quantisation over the unit vectors the embedding store holds for one model.
 Chosen side by side in ``benchmarks/results/ann_scale.md``: at 10^6 passages it builds in
 ~76 s, answers in < 1 ms p50 at recall@10 >= 0.98 and adds a night's 1 % in 0.6 s, where
 LanceDB's own IVF-HNSW index could not be built in 11 minutes. The vectors stay in the
-LanceDB store (:mod:`pipelines.common.vector_store`); this index is derived from them and
+LanceDB store (:mod:`pipelines.retrieval.vector_store`); this index is derived from them and
 can always be rebuilt from them.
 
 * **Where**: one file beside the store's tables, ``data/embeddings/<table>.faiss``, named
@@ -43,8 +43,8 @@ import numpy as np
 import numpy.typing as npt
 
 from pipelines.common.config import SearchParams
-from pipelines.common.stored_vectors import StoredVectors
-from pipelines.common.vector_store import EmbeddingStore, StoreKey
+from pipelines.retrieval.stored_vectors import StoredVectors
+from pipelines.retrieval.vector_store import EmbeddingStore, StoreKey
 
 log = logging.getLogger(__name__)
 

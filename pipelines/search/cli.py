@@ -19,7 +19,7 @@ from pipelines.common.cli import (
     log_progress,
     params_path,
 )
-from pipelines.common.lexical import DEFAULT_RANKING
+from pipelines.retrieval.lexical import DEFAULT_RANKING
 
 if TYPE_CHECKING:
     from pipelines.search.engine import SearchEngine
@@ -122,7 +122,7 @@ def serve_search(
 
 
 def _bad_input() -> tuple[type[BaseException], ...]:
-    from pipelines.common.registry import PromotionError
+    from pipelines.registry.mlflow_registry import PromotionError
 
     return (PromotionError, FileNotFoundError, ValueError)
 

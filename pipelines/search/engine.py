@@ -6,7 +6,7 @@ loads it (``mlflow.sentence_transformers``); opens the search index of the corpu
 version's fingerprint (:mod:`pipelines.search.index`: from the per-passage embedding store
 that evaluate and promote fill, so a just-promoted model costs no embedding at all; exact
 below ``search.ann_threshold`` passages, approximate above); loads the BM25 index of the
-same passages that evaluate saved (:mod:`pipelines.common.lexical`; built and saved when
+same passages that evaluate saved (:mod:`pipelines.retrieval.lexical`; built and saved when
 none matches them); and warms the model up with one query.
 :meth:`SearchEngine.search` then costs one short encode, one index lookup (a matrix-vector
 product when exact) and, when hybrid, one BM25 scoring and a reciprocal-rank fusion.
@@ -24,19 +24,9 @@ import numpy as np
 import numpy.typing as npt
 
 from pipelines.common.config import PromoteParams, SearchParams
-from pipelines.common.embeddings import TextEncoder, embed_texts
-from pipelines.common.lexical import (
-    DEFAULT_RANKING,
-    FUSION_DEPTH,
-    LexicalIndex,
-    Ranking,
-    check_ranking,
-    fuse,
-    open_lexical_index,
-)
 from pipelines.common.paths import Paths
 from pipelines.common.redact import redact
-from pipelines.common.registry import (
+from pipelines.registry.mlflow_registry import (
     CHAMPION,
     NoChampionError,
     PromotionError,
@@ -45,7 +35,17 @@ from pipelines.common.registry import (
     load_registered_model,
     version_fingerprint,
 )
-from pipelines.common.vector_store import open_store
+from pipelines.retrieval.embeddings import TextEncoder, embed_texts
+from pipelines.retrieval.lexical import (
+    DEFAULT_RANKING,
+    FUSION_DEPTH,
+    LexicalIndex,
+    Ranking,
+    check_ranking,
+    fuse,
+    open_lexical_index,
+)
+from pipelines.retrieval.vector_store import open_store
 from pipelines.search.index import SearchIndex, open_search_index
 from pipelines.search.query import Corpus, Hit, check_request, read_corpus
 
@@ -217,7 +217,7 @@ def search(
     ``version``; default ``@champion``) model: one model load, the stored vectors;
     ``ranking`` ``hybrid`` (default) fuses the model's ranking with BM25's.
 
-    Raises :class:`~pipelines.common.registry.NoChampionError` when the alias is unset,
+    Raises :class:`~pipelines.registry.mlflow_registry.NoChampionError` when the alias is unset,
     ``FileNotFoundError`` when there is no corpus, ``ValueError`` for a bad request.
     """
     check_request(query, k)

@@ -1,6 +1,6 @@
 """The search index of one model over the corpus: exact below a size threshold, ANN above.
 
-Both start from the per-passage embedding store (:mod:`pipelines.common.vector_store`):
+Both start from the per-passage embedding store (:mod:`pipelines.retrieval.vector_store`):
 the vectors evaluate and promote stored for this model are read, only the passages the
 store has not seen (a new paper, an edited text) are embedded, so a search service
 started after a night embeds nothing.
@@ -28,9 +28,9 @@ from typing import Protocol
 import numpy as np
 
 from pipelines.common.config import SearchParams
-from pipelines.common.embeddings import TextEncoder, matryoshka
-from pipelines.common.store_layout import StoreCorruptError
-from pipelines.common.vector_store import EmbeddingStore, StoreKey, embed_stored, text_hash
+from pipelines.retrieval.embeddings import TextEncoder, matryoshka
+from pipelines.retrieval.store_layout import StoreCorruptError
+from pipelines.retrieval.vector_store import EmbeddingStore, StoreKey, embed_stored, text_hash
 from pipelines.search.ann import Vectors, sync_ann_index
 from pipelines.search.remote_index import QdrantServer
 

@@ -19,7 +19,7 @@ import html
 from collections.abc import Mapping
 from typing import Any
 
-from pipelines.common.lexical import RANKINGS
+from pipelines.retrieval.lexical import RANKINGS
 from pipelines.search.query import MAX_K
 
 DEFAULT_K = 10

@@ -14,7 +14,7 @@ container image (``infra/docker-compose.yml``, ``infra/k8s/qdrant.yaml``).
   layout (:data:`COLLECTION_FORMAT`), and its vectors' size and distance are checked: a
   collection of another model, width, distance or layout is deleted and rebuilt with a
   warning, never trusted. The model's collections under another name (another width)
-  are deleted; beyond :data:`~pipelines.common.vector_store.MAX_STORED_MODELS` models the
+  are deleted; beyond :data:`~pipelines.retrieval.vector_store.MAX_STORED_MODELS` models the
   least recently synced collections go, as the store bounds its tables.
 * **Content**: each sync compares a sample of the collection's points
   (:data:`CHECKED_POINTS`, chosen by id: a fixed, hash-spread slice) with the store's
@@ -49,8 +49,8 @@ from typing import Any
 import numpy as np
 
 from pipelines.common.redact import redact, redact_url
-from pipelines.common.stored_vectors import StoredVectors
-from pipelines.common.vector_store import MAX_STORED_MODELS, StoreKey, models_to_evict
+from pipelines.retrieval.stored_vectors import StoredVectors
+from pipelines.retrieval.vector_store import MAX_STORED_MODELS, StoreKey, models_to_evict
 from pipelines.search.ann import Vectors, passage_id
 
 log = logging.getLogger(__name__)

@@ -2,7 +2,7 @@
 lemma)", :func:`pipelines.search.page.statement_heading`) above its text.
 
 Prepare cuts a paper's statements and its passages from one text but records no link
-between them; :class:`~pipelines.common.passages.PassageFinder` finds where each statement
+between them; :class:`~pipelines.mathtext.passages.PassageFinder` finds where each statement
 and its proof run (as pairs does for its positives), one paper at a time, when a hit of
 that paper is first shown.
 """
@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from pipelines.common.passages import PassageFinder
+from pipelines.mathtext.passages import PassageFinder
 
 #: The statements table's columns a hit shows.
 COLUMNS = ("statement_id", "paper_id", "kind", "name", "label", "text")

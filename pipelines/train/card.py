@@ -20,8 +20,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pipelines.common.models import OFFLINE_MINILM
-from pipelines.common.reporting import format_score, metric_label
+from pipelines.registry.reporting import format_score, metric_label
+from pipelines.retrieval.models import OFFLINE_MINILM
 from pipelines.train.validation import EVALUATOR_NAME
 
 if TYPE_CHECKING:

@@ -48,8 +48,8 @@ def train(
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     # Our decisions, not library chatter; from rank 0 alone when there are several.
     logging.getLogger("pipelines").setLevel(logging.INFO if world.is_main else logging.WARNING)
-    from pipelines.common.models import ModelLoadError
     from pipelines.common.paths import Paths
+    from pipelines.retrieval.models import ModelLoadError
     from pipelines.train.setup import check_params
     from pipelines.train.stage import TrainError, format_loss, run_train
     from pipelines.train.tracking import start_training_run

@@ -17,7 +17,7 @@ not its weights; the selection here is a few lines of NumPy (:func:`choose_negat
 pure and tested on its own.
 
 The mined negatives are cached under ``data/cache/negatives/`` per base-model fingerprint
-(:func:`pipelines.common.models.base_model_fingerprint`: files, pooling, sequence length)
+(:func:`pipelines.retrieval.models.base_model_fingerprint`: files, pooling, sequence length)
 and pairs-file hash and margin, so a night, and every rerun of it, embeds the pool once.
 """
 
@@ -37,11 +37,11 @@ import pandas as pd
 
 from pipelines.common import io
 from pipelines.common.config import TrainParams
-from pipelines.common.embeddings import embed_texts, format_duration
-from pipelines.common.models import base_model_fingerprint
+from pipelines.retrieval.embeddings import embed_texts, format_duration
+from pipelines.retrieval.models import base_model_fingerprint
 
 if TYPE_CHECKING:
-    from pipelines.common.embeddings import TextEncoder
+    from pipelines.retrieval.embeddings import TextEncoder
 
 logger = logging.getLogger(__name__)
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pipelines.common.embeddings import format_duration, time_left
-from pipelines.common.reporting import format_score, metric_label
+from pipelines.registry.reporting import format_score, metric_label
+from pipelines.retrieval.embeddings import format_duration, time_left
 from pipelines.train.validation import ir_scores
 
 

@@ -11,7 +11,7 @@ A run is data -> model -> loss -> ``SentenceTransformerTrainer`` with one
   no-duplicates sampler compares every column, and a shared ``kind`` or ``concept``
   value would keep related pairs out of one batch.
 * **Model**: ``train.base_model`` with ``train.pooling``
-  (:func:`pipelines.common.models.load_base_model`).
+  (:func:`pipelines.retrieval.models.load_base_model`).
 * **Loss**: ``MultipleNegativesRankingLoss`` (MNRL) inside ``MatryoshkaLoss``. MNRL treats
   the other positives of a batch as an anchor's negatives, so the batch size *is* the
   number of negatives. Gradient accumulation cannot raise it (each micro-batch still sees
@@ -81,11 +81,11 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from pipelines.common import io
-from pipelines.common.candidate_metadata import CandidateMetadata
 from pipelines.common.config import TrainParams
-from pipelines.common.models import ModelLoadError, data_hash, load_base_model, model_fingerprint
 from pipelines.common.paths import MODEL_METADATA_FILE, TRAINING_RUN_FILE, Paths
 from pipelines.common.tables import TABLES
+from pipelines.registry.candidate_metadata import CandidateMetadata
+from pipelines.retrieval.models import ModelLoadError, data_hash, load_base_model, model_fingerprint
 from pipelines.train.callbacks import RunLog, bars_on_terminal_only, observer
 from pipelines.train.card import card_data, describe_model, kept_checkpoint_note, show_kept_scores
 from pipelines.train.checkpoints import (
@@ -193,7 +193,7 @@ def run_train(
     (an orchestrator, tests). ``tracking``: the MLflow run to log into live; it is ended
     with the training (FINISHED, FAILED, KILLED). ``model_name`` titles the model card.
     Raises :class:`ConfigError` for unusable params,
-    :class:`pipelines.common.models.ModelLoadError` when the base model cannot be loaded and
+    :class:`pipelines.retrieval.models.ModelLoadError` when the base model cannot be loaded and
     :class:`TrainError` when the data cannot train or training diverges; in every failure
     the previous candidate is left as it was.
 

@@ -36,7 +36,7 @@ from pipelines.common.config import PromoteParams, TrainParams
 from pipelines.common.interrupts import interrupts_deferred
 from pipelines.common.paths import Paths
 from pipelines.common.redact import redact
-from pipelines.common.registry import RegistryError, connect, promotion_experiment
+from pipelines.registry.mlflow_registry import RegistryError, connect, promotion_experiment
 from pipelines.train.validation import MLFLOW_NAMES, trainer_key
 
 if TYPE_CHECKING:

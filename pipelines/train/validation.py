@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from pipelines.common.reporting import mlflow_name
+from pipelines.registry.reporting import mlflow_name
 
 IrMetric = Literal["mrr@10", "ndcg@10"]
 #: The scores recorded at every evaluation; ``train.best_checkpoint_metric`` is one of them.

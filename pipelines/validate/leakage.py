@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from pipelines.common.names import normalise_name
+from pipelines.mathtext.names import normalise_name
 from pipelines.validate.references import isin
 
 _ID_SUFFIX = r"v\d+#[cs]\d+$"  # chunk / statement id -> paper id

@@ -38,7 +38,6 @@ import pandera.pandas as pa
 from pandera.typing import Series
 
 from pipelines.common.config import ValidateParams
-from pipelines.common.names import normalise_name
 from pipelines.common.tables import (
     CONCEPT_TYPES,
     EVIDENCE_ORDER,
@@ -50,6 +49,7 @@ from pipelines.common.tables import (
     STATEMENT_PAIR_KINDS,
     STORED_QUERY_SETS,
 )
+from pipelines.mathtext.names import normalise_name
 from pipelines.validate.formats import (
     ARXIV_ID,
     CATEGORY,

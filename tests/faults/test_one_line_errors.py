@@ -32,8 +32,8 @@ from pipelines import cli
 from pipelines.common import io
 from pipelines.common.config import PromoteParams, SearchParams
 from pipelines.common.paths import Paths
-from pipelines.common.vector_store import EmbeddingStore, StoreKey
 from pipelines.promote.run_log import pip_requirements
+from pipelines.retrieval.vector_store import EmbeddingStore, StoreKey
 from pipelines.search.index import IndexUpdate, open_search_index
 from pipelines.search.query import corpus_dir
 
@@ -70,7 +70,7 @@ def test_a_truncated_embedding_store_is_rebuilt_with_a_warning(
     data_file.write_bytes(data_file.read_bytes()[: data_file.stat().st_size // 2])  # cut short
     embedded.clear()
 
-    with caplog.at_level(logging.WARNING, logger="pipelines.common.vector_store"):
+    with caplog.at_level(logging.WARNING, logger="pipelines.retrieval.vector_store"):
         update = open_index()
     assert update.embedded == 4 and update.reused == 0 and embedded == texts
     [message] = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]

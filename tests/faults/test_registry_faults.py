@@ -13,11 +13,11 @@ from promotion_worlds import MODEL_NAME, Models, World, aliases, client_of
 from typer.testing import CliRunner, Result
 
 from pipelines import cli
-from pipelines.common import registry
-from pipelines.common.registry import PromotionRefusedError
 from pipelines.promote import promotion
 from pipelines.promote.aliases import rollback
 from pipelines.promote.formatting import format_promotion
+from pipelines.registry import mlflow_registry
+from pipelines.registry.mlflow_registry import PromotionRefusedError
 from pipelines.search.engine import search
 
 pytestmark = pytest.mark.usefixtures("bounded_in_time")
@@ -76,14 +76,14 @@ def test_a_corrupt_mlflow_db_is_reported_in_one_line_and_never_reinitialised(
 
 
 def test_the_sqlite_header_check_is_pure_and_names_the_problem() -> None:
-    assert "empty" in (registry.sqlite_store_problem(b"", 0) or "")
-    assert "not a SQLite" in (registry.sqlite_store_problem(b"garbage" * 20, 140) or "")
+    assert "empty" in (mlflow_registry.sqlite_store_problem(b"", 0) or "")
+    assert "not a SQLite" in (mlflow_registry.sqlite_store_problem(b"garbage" * 20, 140) or "")
     header = bytearray(b"SQLite format 3\x00" + bytes(84))
     header[16:18] = (4096).to_bytes(2, "big")
     header[24:28] = header[92:96] = (7).to_bytes(4, "big")  # the size field is valid
     header[28:32] = (3).to_bytes(4, "big")  # 3 pages
-    assert registry.sqlite_store_problem(bytes(header), 3 * 4096) is None
-    assert "truncated" in (registry.sqlite_store_problem(bytes(header), 2 * 4096) or "")
+    assert mlflow_registry.sqlite_store_problem(bytes(header), 3 * 4096) is None
+    assert "truncated" in (mlflow_registry.sqlite_store_problem(bytes(header), 2 * 4096) or "")
 
 
 def test_status_search_and_rollback_create_no_store(world: World) -> None:
@@ -175,7 +175,7 @@ def test_a_run_killed_during_log_model_is_failed_and_its_artifacts_deleted(
 ) -> None:
     from mlflow.entities import RunStatus
 
-    from pipelines.common.models import model_fingerprint
+    from pipelines.retrieval.models import model_fingerprint
 
     candidate_dir = world.install_candidate(bow_models.knows_4)
     fingerprint = model_fingerprint(candidate_dir)

@@ -26,10 +26,10 @@ from fixtures_models import RecordingEncoder
 from typer.testing import CliRunner
 
 from pipelines import cli
-from pipelines.common import store_layout
 from pipelines.common.paths import Paths
-from pipelines.common.store_layout import CHECKSUM_COLUMN, StoreCorruptError, verified_rows
-from pipelines.common.vector_store import EmbeddingStore, StoreKey, arrow_table, embed_stored
+from pipelines.retrieval import store_layout
+from pipelines.retrieval.store_layout import CHECKSUM_COLUMN, StoreCorruptError, verified_rows
+from pipelines.retrieval.vector_store import EmbeddingStore, StoreKey, arrow_table, embed_stored
 
 pytestmark = pytest.mark.usefixtures("bounded_in_time")
 
@@ -137,7 +137,7 @@ from typer.testing import CliRunner
 
 from pipelines import cli
 from pipelines.common.paths import Paths
-from pipelines.common.vector_store import EmbeddingStore, embed_stored
+from pipelines.retrieval.vector_store import EmbeddingStore, embed_stored
 texts = [f"passage {{n}} on the cohomology of a scheme" for n in range({count})]
 store = EmbeddingStore(__import__("pathlib").Path({folder!r}))
 limit = {limit}
@@ -195,7 +195,7 @@ from typer.testing import CliRunner
 
 from pipelines import cli
 from pipelines.common.paths import Paths
-from pipelines.common.vector_store import EmbeddingStore, embed_stored
+from pipelines.retrieval.vector_store import EmbeddingStore, embed_stored
 store = EmbeddingStore(Path({folder!r}))
 encode = dict(model_fingerprint="reader", store=store, batch_size=8)
 embed_stored(RecordingEncoder(dim=4), ["first"], **encode)

@@ -18,10 +18,10 @@ import pytest
 import requests
 from promotion_worlds import MODEL_NAME, Models, World, aliases, folder_digest
 
-from pipelines.common import registry
-from pipelines.common.registry import RegistryError, tracking_uri
-from pipelines.dev.services import free_port
+from flows.services import free_port
 from pipelines.promote.nights import record_night
+from pipelines.registry import mlflow_registry
+from pipelines.registry.mlflow_registry import RegistryError, tracking_uri
 
 # ----------------------------------------------------------------------------- real server
 
@@ -130,11 +130,11 @@ def test_with_a_real_mlflow_server_unreachable_first_then_rerun_once_it_is_up(
         night = record_night(world.paths, world.params, "nothing to do", "no new papers")
         assert night is not None
         assert client.get_run(night).data.tags["mathembed.outcome"] == "nothing to do"
-        connected = registry.connect(world.paths, world.params.promote, create=False)
+        connected = mlflow_registry.connect(world.paths, world.params.promote, create=False)
         assert connected is not None
         champion = connected.version_by_alias("champion")
         assert champion is not None
-        loaded = registry.load_registered_model(connected, champion)
+        loaded = mlflow_registry.load_registered_model(connected, champion)
         from sentence_transformers import SentenceTransformer
 
         original = SentenceTransformer(str(bow_models.knows_4), device="cpu")

@@ -21,7 +21,7 @@ from benchmarks.real_corpus import (
     recall,
     write_raw_store,
 )
-from pipelines.common.concept_phrases import is_discourse
+from pipelines.mathtext.concept_phrases import is_discourse
 
 MIN_PRECISION = 0.90
 MIN_RECALL = 0.80

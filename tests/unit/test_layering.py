@@ -20,7 +20,7 @@ import of the stage ``evaluate``), and what a package's ``__init__`` re-exports 
 to the module that defines it (``from pipelines.dev.synthetic import generate_mirror`` is an
 import of ``pipelines.dev.synthetic.build``). Every import counts, wherever it sits (inside
 a function, under ``if TYPE_CHECKING:``): each is a dependency of the design
-(:func:`pipelines.dev.imports.imported_names`, :func:`pipelines.dev.imports.bound_names`).
+(:func:`tooling.imports.imported_names`, :func:`tooling.imports.bound_names`).
 
 The imports that break the rule today are listed in :data:`UNTIL_RENOVATED`, each with its
 importer and why; the list shrinks as the renovation moves those modules (issue 30), and
@@ -35,7 +35,7 @@ from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import NamedTuple
 
-from pipelines.dev.imports import REPO, bound_names, imported_names
+from tooling.imports import REPO, bound_names, imported_names
 
 #: The three top-level packages, lowest first.
 PACKAGES = ("pipelines", "flows", "mathembed")
@@ -86,11 +86,11 @@ UNTIL_RENOVATED: Mapping[str, Mapping[str, str]] = {
     # dev/ is emptied into homes that say what they are (the report beside the flows or in
     # a reporting room, the pools beside the flows).
     "flows.cli": {
-        "pipelines.dev.pools": "`mathembed pools` creates the deployments' work pools",
-        "pipelines.dev.report": "`mathembed nightly` prints the night's report after the run",
+        "flows.pools": "`mathembed pools` creates the deployments' work pools",
+        "flows.report": "`mathembed nightly` prints the night's report after the run",
     },
     "flows.nightly": {
-        "pipelines.dev.report": "the flow's outcome is the report's first line",
+        "flows.report": "the flow's outcome is the report's first line",
     },
 }
 
@@ -378,15 +378,15 @@ PLANTED = {
     "pipelines/promote/scoring.py": "from pipelines.evaluate import scoring\n",
     "pipelines/dev/__init__.py": "",
     "pipelines/dev/tools.py": "from pipelines.evaluate.scoring import score\n",
-    "pipelines/dev/report.py": "def render_report(): ...\n",
-    "pipelines/dev/services.py": "from flows import pools\n",
+    "flows/report.py": "def render_report(): ...\n",
+    "flows/services.py": "from flows import pools\n",
     "flows/__init__.py": "",
     "flows/pools.py": "",
     # on the allow-list: stays quiet
-    "flows/cli.py": "from pipelines.dev.report import render_report\n",
+    "flows/cli.py": "from flows.report import render_report\n",
     # flows -> dev, not on the allow-list; and an allowed target from a module not listed
     "flows/nightly.py": "from pipelines.dev.tools import score\nfrom pipelines import train\n",
-    "flows/steps.py": "from pipelines.dev.report import render_report\nimport pipelines.cli\n",
+    "flows/steps.py": "from flows.report import render_report\nimport pipelines.cli\n",
     "mathembed/__init__.py": "",
     "mathembed/cli.py": "from flows import cli\nfrom pipelines import cli as pipelines_cli\n",
 }
@@ -406,9 +406,9 @@ def test_planted_wrong_imports_are_each_reported_by_importer_and_module(tmp_path
     assert [str(arrow) for arrow in reported] == [
         "flows.nightly -> pipelines.dev.tools",
         "flows.steps -> pipelines.cli",
-        "flows.steps -> pipelines.dev.report",
+        "flows.steps -> flows.report",
         "pipelines.common.io -> pipelines.train.loop",
-        "pipelines.dev.services -> flows.pools",
+        "flows.services -> flows.pools",
         "pipelines.train.loop -> pipelines.evaluate.scoring",
         "pipelines.train.plain -> pipelines.evaluate",
     ]
@@ -424,5 +424,5 @@ def test_an_allow_list_entry_the_code_no_longer_needs_is_reported() -> None:
     arrows += [Arrow("pipelines.promote.scoring", target) for target in ALLOWED["promote"]]
     assert unused_entries(arrows, packages) == []
     moved = [arrow for arrow in arrows if arrow.importer != "flows.nightly"]
-    assert unused_entries(moved, packages) == ["flows.nightly -> pipelines.dev.report"]
+    assert unused_entries(moved, packages) == ["flows.nightly -> flows.report"]
     assert unused_entries(arrows[1:], packages) == [str(arrows[0])]

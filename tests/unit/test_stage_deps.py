@@ -1,5 +1,5 @@
 """Each DVC stage lists exactly the code it runs: editing a helper reruns only the stages
-that import it (:mod:`pipelines.dev.imports` derives the lists from the imports)."""
+that import it (:mod:`tooling.imports` derives the lists from the imports)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipelines.dev.imports import (
+from tooling.imports import (
     REPO,
     STAGE_ENTRIES,
     closure,
@@ -45,14 +45,14 @@ def test_dvc_yaml_lists_exactly_the_code_the_stage_imports(stage: str) -> None:
     derived = sorted(stage_code_deps(stage))
     assert listed_code(stage) == derived, (
         f"dvc.yaml's {stage} deps differ from its imports; "
-        "`python -m pipelines.dev.imports` prints the lists to paste"
+        "`python -m tooling.imports` prints the lists to paste"
     )
 
 
 def test_a_helper_used_by_one_stage_is_a_dependency_of_that_stage_only() -> None:
-    # common/masking.py: the pairs stage masks names in training anchors and evaluate in
+    # mathtext/masking.py: the pairs stage masks names in training anchors and evaluate in
     # the masked query set; ingest, prepare and train never import it.
-    users = {stage for stage in STAGES if "pipelines/common/masking.py" in listed_code(stage)}
+    users = {stage for stage in STAGES if "pipelines/mathtext/masking.py" in listed_code(stage)}
     assert users == {"pairs", "evaluate"}
     assert "pipelines/common" not in {dep for stage in STAGES for dep in listed_code(stage)}
 

@@ -3,7 +3,7 @@ rewrites, and the symbols and accents it turns into text."""
 
 from __future__ import annotations
 
-from pipelines.common.passages import CITE_PLACEHOLDER, REF_PLACEHOLDER  # noqa: F401 - re-export
+from pipelines.mathtext.passages import CITE_PLACEHOLDER, REF_PLACEHOLDER  # noqa: F401 - re-export
 from pipelines.prepare.latex.source import name_set
 
 SECTION_COMMANDS = frozenset({"section", "chapter", "part"})

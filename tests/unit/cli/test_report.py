@@ -10,11 +10,11 @@ from typing import Any
 
 from typer.testing import CliRunner
 
+from flows.report import render_report
 from pipelines import cli
 from pipelines.common import io
-from pipelines.common.metric_records import SetHeadline
 from pipelines.common.paths import Paths
-from pipelines.dev.report import render_report
+from pipelines.registry.metric_records import SetHeadline
 
 FINGERPRINT = "d093df3cd856affd5d4a5f31992fc2fcdf368c575c44f78e70931f2d5198bc49"
 #: metrics/<set>.json as evaluate writes them (the masked set had no queries).

@@ -1,4 +1,4 @@
-"""The candidate's ``mathembed.json`` (pipelines.common.candidate_metadata): one record that
+"""The candidate's ``mathembed.json`` (pipelines.registry.candidate_metadata): one record that
 train writes and evaluate and promote read; a bad file fails in one line naming the field."""
 
 from __future__ import annotations
@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.common.candidate_metadata import (
+from pipelines.common.config import TrainParams
+from pipelines.common.io import write_json
+from pipelines.registry.candidate_metadata import (
     BaseModelSpec,
     CandidateMetadata,
     CandidateMetadataError,
     read_candidate_metadata,
     recorded_base_model,
 )
-from pipelines.common.config import TrainParams
-from pipelines.common.io import write_json
 
 
 def trained() -> CandidateMetadata:

@@ -1,4 +1,4 @@
-"""pipelines.common.embeddings: Matryoshka truncation, embedding, progress lines (the store
+"""pipelines.retrieval.embeddings: Matryoshka truncation, embedding, progress lines (the store
 they are kept in: test_vector_store.py)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from fixtures_models import tiny_model_dir  # noqa: F401  (session fixture)
 
-from pipelines.common.embeddings import (
+from pipelines.retrieval.embeddings import (
     BATCHES_PER_CHUNK,
     EmbeddingProgress,
     chunk_bounds,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines.common.masking import MASK, mask_name, names_in
+from pipelines.mathtext.masking import MASK, mask_name, names_in
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""pipelines.common.models: base models (pooling knob, offline errors), fingerprints, hashes."""
+"""pipelines.retrieval.models: base models (pooling knob, offline errors), fingerprints, hashes."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 import torch
 from fixtures_models import build_tiny_sentence_transformer
 
-from pipelines.common.models import (
+from pipelines.retrieval.models import (
     OFFLINE_MINILM,
     ModelLoadError,
     data_hash,

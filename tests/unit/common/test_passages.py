@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pipelines.common.passages import PassageFinder
+from pipelines.mathtext.passages import PassageFinder
 
 OPENING = "Let $S$ be a scheme. Let $X$ be an algebraic space over $S$. "
 FIRST = OPENING + "Then $X$ is quasi-separated. This lemma is about something else."

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pipelines.common.refs import LabelIndex, cited_statements, citing_statements
+from pipelines.mathtext.refs import LabelIndex, cited_statements, citing_statements
 
 LABELLED = [
     ("a#s000", "a", "definition-scheme"),

@@ -1,4 +1,4 @@
-"""How results are written for people (pipelines.common.reporting): one spelling of every
+"""How results are written for people (pipelines.registry.reporting): one spelling of every
 metric family, one reading of the recorded decision."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from pathlib import Path
 
 from pipelines.common.allowed import METRIC_FAMILIES
 from pipelines.common.io import write_json
-from pipelines.common.metric_records import PromotionRecord
 from pipelines.common.paths import Paths
-from pipelines.common.reporting import (
+from pipelines.registry.metric_records import PromotionRecord
+from pipelines.registry.reporting import (
     FAMILY_LABELS,
     FAMILY_TITLES,
     NOT_PROMOTED,

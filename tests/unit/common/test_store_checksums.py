@@ -1,4 +1,4 @@
-"""pipelines.common.store_checksums: each stored row's checksum of its key and vector."""
+"""pipelines.retrieval.store_checksums: each stored row's checksum of its key and vector."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pipelines.common.store_checksums import damaged_rows, row_checksums, weights
+from pipelines.retrieval.store_checksums import damaged_rows, row_checksums, weights
 
 KEYS = [f"{n:064x}" for n in range(5)]
 

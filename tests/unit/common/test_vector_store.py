@@ -1,4 +1,4 @@
-"""pipelines.common.vector_store: the per-passage embedding store (LanceDB), real tables on disk.
+"""pipelines.retrieval.vector_store: the per-passage embedding store (LanceDB), real tables on disk.
 
 The encoder (:class:`fixtures_models.RecordingEncoder`) is a deterministic stand-in that
 records every text it embeds, so each test can say exactly what a run embedded and what it
@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 from fixtures_models import RecordingEncoder
 
-from pipelines.common import store_layout
 from pipelines.common.paths import Paths
-from pipelines.common.vector_store import (
+from pipelines.retrieval import store_layout
+from pipelines.retrieval.vector_store import (
     EmbeddingStore,
     StoreKey,
     embed_stored,
@@ -114,7 +114,7 @@ def test_a_table_truncated_mid_write_is_rebuilt_with_a_warning(
     victim.write_bytes(victim.read_bytes()[: victim.stat().st_size // 2])
     encoder.embedded.clear()
     store = EmbeddingStore(tmp_path)
-    with caplog.at_level(logging.WARNING, logger="pipelines.common.vector_store"):
+    with caplog.at_level(logging.WARNING, logger="pipelines.retrieval.vector_store"):
         again = embed(encoder, TEXTS, store)
     assert encoder.embedded == TEXTS and store.rebuilt == 1  # not trusted: embedded again
     np.testing.assert_array_equal(again, first)
@@ -153,7 +153,7 @@ def test_a_model_that_now_gives_another_dimension_replaces_its_table(
     embed(RecordingEncoder(dim=6), TEXTS, EmbeddingStore(tmp_path))
     wider = RecordingEncoder(dim=8)  # the same fingerprint, another width: not its vectors
     store = EmbeddingStore(tmp_path)
-    with caplog.at_level(logging.WARNING, logger="pipelines.common.vector_store"):
+    with caplog.at_level(logging.WARNING, logger="pipelines.retrieval.vector_store"):
         vectors = embed(wider, [*TEXTS, "new"], store)
     assert vectors.shape == (5, 8) and store.rebuilt == 1
     assert "6-dim vectors, the model gives 8" in caplog.text

@@ -23,11 +23,11 @@ import yaml
 from repo import REPO
 
 from pipelines.common import io
-from pipelines.common.metric_records import EvalRecord, SetHeadline
 from pipelines.common.tables import QUERY_SETS
 from pipelines.evaluate.eval_set import EvalSet
 from pipelines.evaluate.headline import TABLE_FILE, metrics_table
 from pipelines.evaluate.reports import write_reports
+from pipelines.registry.metric_records import EvalRecord, SetHeadline
 
 DIMS = [32, 16]
 KS = [1, 5, 10]

@@ -28,17 +28,17 @@ from typer.testing import CliRunner
 
 import metrics_rs
 from pipelines import cli
-from pipelines.common import candidate_metadata
-from pipelines.common.candidate_metadata import BaseModelSpec
 from pipelines.common.config import EvaluateParams
-from pipelines.common.lexical import LexicalIndex, corpus_digest, load_lexical_index
 from pipelines.common.paths import Paths
-from pipelines.common.reporting import round_score
 from pipelines.evaluate import eval_set as evaluation_set
 from pipelines.evaluate import reports, scoring, sources
 from pipelines.evaluate import stage as evaluate
 from pipelines.evaluate.headline import PairedTest, per_query_scores
 from pipelines.evaluate.stage import EvalOutputs, run_evaluate
+from pipelines.registry import candidate_metadata
+from pipelines.registry.candidate_metadata import BaseModelSpec
+from pipelines.registry.reporting import round_score
+from pipelines.retrieval.lexical import LexicalIndex, corpus_digest, load_lexical_index
 
 DIMS = [32, 16, 8]
 KS = [1, 5, 10, 100]  # 100 is above the 36-passage corpus: dropped
@@ -180,7 +180,7 @@ def loaded(models: Models) -> dict[str, Any]:
 
 
 def base_model(spec: BaseModelSpec) -> Any:
-    """The base model built here by hand, not through pipelines.common.models."""
+    """The base model built here by hand, not through pipelines.retrieval.models."""
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
 
@@ -817,7 +817,7 @@ def test_main_falls_back_to_params_train_when_the_candidate_names_no_base(
 
 
 def test_a_base_model_that_is_not_available_offline_is_named() -> None:
-    from pipelines.common.models import ModelLoadError
+    from pipelines.retrieval.models import ModelLoadError
 
     spec = BaseModelSpec("no-such-org/no-such-model", "cls", 64)
     with pytest.raises(ModelLoadError, match=r"'no-such-org/no-such-model'.*snapshot_download"):

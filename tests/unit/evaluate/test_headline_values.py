@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import metrics_rs
-from pipelines.common.metric_records import EvalSetBlock, SetHeadline
-from pipelines.common.reporting import format_p_value, round_p_value
 from pipelines.evaluate.scoring import paired_test_p_value
+from pipelines.registry.metric_records import EvalSetBlock, SetHeadline
+from pipelines.registry.reporting import format_p_value, round_p_value
 
 
 @pytest.mark.parametrize(

@@ -16,15 +16,15 @@ from webhook import receiving_webhook
 
 from flows import hooks
 from flows.outcome import failure_reason, outcome_notice, promotion_table
+from flows.pools import deployment_pools, read_deployment_pools
 from pipelines.common.config import load_params
-from pipelines.common.metric_records import PromotionRecord, SetFigures
 from pipelines.common.paths import Paths
-from pipelines.common.registry import tracking_uri
-from pipelines.common.reporting import metric_label
-from pipelines.dev.pools import deployment_pools, read_deployment_pools
 from pipelines.promote.decision import Decision
 from pipelines.promote.promotion import PromotionResult
 from pipelines.promote.run_log import OUTCOME_TAG, REASON_TAG
+from pipelines.registry.metric_records import PromotionRecord, SetFigures
+from pipelines.registry.mlflow_registry import tracking_uri
+from pipelines.registry.reporting import metric_label
 
 
 def promotion(*, promote: bool, against: str, tested: str = "mrr@10") -> PromotionRecord:

@@ -18,22 +18,7 @@ from typer.testing import CliRunner
 
 from pipelines import cli
 from pipelines.common import io
-from pipelines.common.concept_phrases import (
-    clean_statement_name,
-    clean_term,
-    statement_concept_name,
-    type_from_head,
-)
 from pipelines.common.config import ConfigError, GraphParams, PairsParams
-from pipelines.common.names import (
-    SurfaceMatcher,
-    match_form,
-    merge_keys,
-    normalise_name,
-    plurals,
-    singular,
-    surface_forms,
-)
 from pipelines.common.paths import Paths
 from pipelines.common.tables import STATEMENTS_SCHEMA
 from pipelines.graph.build import build_graph
@@ -43,6 +28,21 @@ from pipelines.graph.merge import merge_candidates
 from pipelines.graph.rules import RulesExtractor, description_from, split_sentences
 from pipelines.graph.scan import find_relations
 from pipelines.graph.stage import documents_from_tables, make_extractor, run_graph
+from pipelines.mathtext.concept_phrases import (
+    clean_statement_name,
+    clean_term,
+    statement_concept_name,
+    type_from_head,
+)
+from pipelines.mathtext.names import (
+    SurfaceMatcher,
+    match_form,
+    merge_keys,
+    normalise_name,
+    plurals,
+    singular,
+    surface_forms,
+)
 from pipelines.pairs.stage import run_pairs
 
 CORPUS: dict[str, dict[str, Any]] = {

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines.common.concept_phrases import is_discourse
 from pipelines.graph.terms import corroborated, defined_term, is_everyday_word
+from pipelines.mathtext.concept_phrases import is_discourse
 
 
 @pytest.mark.parametrize(
@@ -67,7 +67,7 @@ def test_a_weak_name_needs_papers_and_rarity() -> None:
 
 
 def test_every_name_passes_the_one_discourse_rule_and_a_statement_meets_it_with_its_kind() -> None:
-    from pipelines.common.concept_phrases import clean_term, statement_concept_name
+    from pipelines.mathtext.concept_phrases import clean_term, statement_concept_name
 
     assert clean_term("our assumption") is None and clean_term("result now") is None
     assert clean_term("Zariski topology") == "Zariski topology"

@@ -19,9 +19,9 @@ from typer.testing import CliRunner
 from pipelines import cli
 from pipelines.common import io
 from pipelines.common.config import PairsParams
-from pipelines.common.names import normalise_name
 from pipelines.common.paths import Paths
 from pipelines.common.tables import PAIR_KINDS, PAIRS_SCHEMA, STATEMENTS_SCHEMA
+from pipelines.mathtext.names import normalise_name
 from pipelines.pairs.build import PairsResult, build_pairs
 from pipelines.pairs.evaluation import chunks_naming
 from pipelines.pairs.stable import held_out_concepts, query_id, stable_bucket, unseen_papers

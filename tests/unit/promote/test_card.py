@@ -6,12 +6,12 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from pipelines.common.metric_records import SetFigures
 from pipelines.promote.card import CardFacts, decision_line, model_card, model_readme
 from pipelines.promote.decision import Decision
 from pipelines.promote.headline import run_metrics
 from pipelines.promote.run_inputs import dvc_md5_of
 from pipelines.promote.tags import recorded_decision, recorded_figures
+from pipelines.registry.metric_records import SetFigures
 
 WON = Decision(
     promote=True,

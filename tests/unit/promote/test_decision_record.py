@@ -12,14 +12,14 @@ from pathlib import Path
 
 import numpy as np
 
+from flows.report import decision_lines
 from pipelines.common.config import PromoteParams
 from pipelines.common.io import write_json
-from pipelines.common.metric_records import PromotionRecord, SetFigures
-from pipelines.common.reporting import PROMOTED, round_p_value
 from pipelines.common.tables import MEANING_SETS, QUERY_SETS
-from pipelines.dev.report import decision_lines
 from pipelines.promote.decision import Scores, decide_on_meaning, set_figures
 from pipelines.promote.scoring import MEANING, pooled
+from pipelines.registry.metric_records import PromotionRecord, SetFigures
+from pipelines.registry.reporting import PROMOTED, round_p_value
 
 RULE = PromoteParams(
     metrics=("mrr@10", "ndcg@10"),

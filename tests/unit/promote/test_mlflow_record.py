@@ -15,12 +15,12 @@ import pandas as pd
 import pytest
 from promotion_worlds import MODEL_NAME, Models, World, client_of
 
-from pipelines.common.candidate_metadata import CandidateMetadata
 from pipelines.common.io import plain_file_mode, write_json
-from pipelines.common.models import model_fingerprint
-from pipelines.common.registry import connect, fluent_uri, tracking_uri
 from pipelines.promote.candidate import Candidate
 from pipelines.promote.run_log import training_run_id
+from pipelines.registry.candidate_metadata import CandidateMetadata
+from pipelines.registry.mlflow_registry import connect, fluent_uri, tracking_uri
+from pipelines.retrieval.models import model_fingerprint
 
 DVC_DIR_MD5 = "0123456789abcdef0123456789abcdef.dir"  # promotion_worlds' dvc.lock
 

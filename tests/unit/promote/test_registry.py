@@ -24,9 +24,14 @@ from promotion_worlds import (
 )
 
 from pipelines.common.io import write_json, write_parquet
-from pipelines.common.models import data_hash, model_fingerprint
 from pipelines.common.paths import Paths
-from pipelines.common.registry import (
+from pipelines.promote import promotion, run_log
+from pipelines.promote import scoring as promote_scoring
+from pipelines.promote.aliases import rollback, status
+from pipelines.promote.formatting import format_promotion
+from pipelines.promote.promotion import PromotionResult
+from pipelines.promote.tags import recorded_decision
+from pipelines.registry.mlflow_registry import (
     PromotionError,
     PromotionLockedError,
     PromotionRefusedError,
@@ -34,13 +39,8 @@ from pipelines.common.registry import (
     promotion_lock,
     tracking_uri,
 )
-from pipelines.common.reporting import round_score
-from pipelines.promote import promotion, run_log
-from pipelines.promote import scoring as promote_scoring
-from pipelines.promote.aliases import rollback, status
-from pipelines.promote.formatting import format_promotion
-from pipelines.promote.promotion import PromotionResult
-from pipelines.promote.tags import recorded_decision
+from pipelines.registry.reporting import round_score
+from pipelines.retrieval.models import data_hash, model_fingerprint
 
 # ----------------------------------------------------------------------------- tests
 

@@ -21,8 +21,8 @@ from canned_http import answering
 from qdrant_client import QdrantClient, models
 
 from pipelines.common.config import SearchParams
-from pipelines.common.stored_vectors import StoredVectors
-from pipelines.common.vector_store import MAX_STORED_MODELS, EmbeddingStore, StoreKey, text_hash
+from pipelines.retrieval.stored_vectors import StoredVectors
+from pipelines.retrieval.vector_store import MAX_STORED_MODELS, EmbeddingStore, StoreKey, text_hash
 from pipelines.search.ann import passage_id
 from pipelines.search.index import PassageIndex, open_search_index
 from pipelines.search.remote_index import (

@@ -28,7 +28,7 @@ from typer.testing import CliRunner
 
 from pipelines import cli
 from pipelines.common.io import write_parquet
-from pipelines.common.registry import NoChampionError, version_fingerprint
+from pipelines.registry.mlflow_registry import NoChampionError, version_fingerprint
 from pipelines.search.engine import search
 from pipelines.search.query import Hit, format_hits
 
@@ -92,7 +92,7 @@ def test_search_loads_the_saved_bm25_index_and_a_changed_corpus_is_not_served_it
 ) -> None:
     # knows_2 cannot tell "zeta" from any other word: only BM25 can find the passage below.
     assert world.promote(world.install_candidate(bow_models.knows_2)).promoted
-    caplog.set_level(logging.WARNING, logger="pipelines.common.lexical")
+    caplog.set_level(logging.WARNING, logger="pipelines.retrieval.lexical")
     first = search("lattice", 2, world.paths, world.params.promote)
     assert "none is saved; building it" in caplog.text  # the first start builds and saves
     saved = list(world.paths.lexical_index.iterdir())
@@ -318,16 +318,18 @@ def test_minilm_champion_finds_the_planted_passage_and_loads_as_it_was_logged(
     # The corpus was embedded once, by promotion's scoring; search reused its stored vectors.
     assert set((root / "data" / "embeddings").glob("*.lance")) == store_tables
 
-    from pipelines.common import registry
+    from pipelines.registry import mlflow_registry
 
-    connected = registry.connect(minilm_world.paths, minilm_world.params.promote, create=False)
+    connected = mlflow_registry.connect(
+        minilm_world.paths, minilm_world.params.promote, create=False
+    )
     assert connected is not None
     champion = connected.version_by_alias("champion")
     assert champion is not None
     assert version_fingerprint(connected, champion) == result.fingerprint
     texts = [PASSAGES[2][1], "orbits of a group action"]
     before_logging = SentenceTransformer(str(minilm), device="cpu").encode(texts)
-    with registry.fluent_uri(connected.uri):
+    with mlflow_registry.fluent_uri(connected.uri):
         by_alias = mlflow.sentence_transformers.load_model("models:/math-embed@champion")
     np.testing.assert_allclose(by_alias.encode(texts), before_logging, atol=1e-5)
 

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from promotion_worlds import LATTICE_COSINE, Models, World, make_world
 
-from pipelines.common.vector_store import EmbeddingStore, StoreKey
+from pipelines.retrieval.vector_store import EmbeddingStore, StoreKey
 from pipelines.search.engine import SearchEngine, open_engine
 from pipelines.search.server import make_server
 

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from pipelines.common.config import SearchParams
-from pipelines.common.vector_store import EmbeddingStore, StoreKey, text_hash
+from pipelines.retrieval.vector_store import EmbeddingStore, StoreKey, text_hash
 from pipelines.search.ann import (
     AnnIndex,
     held_ids,
@@ -81,7 +81,7 @@ def test_the_index_is_built_once_and_reused_across_restarts(tmp_path: Path) -> N
 
 
 def test_evaluate_s_vectors_serve_search_without_embedding(tmp_path: Path) -> None:
-    from pipelines.common.vector_store import embed_stored
+    from pipelines.retrieval.vector_store import embed_stored
 
     # What evaluate stores (full, raw vectors of the corpus) is what search starts from.
     embed_stored(

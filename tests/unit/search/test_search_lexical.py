@@ -1,4 +1,4 @@
-"""Hybrid search's parts (pipelines.common.lexical): BM25 over the passages, reciprocal-rank
+"""Hybrid search's parts (pipelines.retrieval.lexical): BM25 over the passages, reciprocal-rank
 fusion, the ranking names; the tokens a changed corpus reuses and the saved index."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pipelines.common import lexical
-from pipelines.common.lexical import (
+from pipelines.retrieval import lexical
+from pipelines.retrieval.lexical import (
     RRF_K,
     LexicalIndex,
     check_ranking,

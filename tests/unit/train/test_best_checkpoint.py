@@ -17,7 +17,7 @@ from transformers import TrainerCallback
 
 import metrics_rs
 from pipelines.common import io
-from pipelines.common.models import model_fingerprint
+from pipelines.retrieval.models import model_fingerprint
 from pipelines.train.card import kept_checkpoint_note
 from pipelines.train.ir_evaluator import ir_means
 from pipelines.train.stage import run_train

@@ -21,9 +21,9 @@ import pytest
 import metrics_rs
 from pipelines.common import io
 from pipelines.common.config import TrainParams
-from pipelines.common.embeddings import embed_texts
 from pipelines.common.paths import Paths
 from pipelines.common.tables import PAIRS_SCHEMA, TABLES, write_table
+from pipelines.retrieval.embeddings import embed_texts
 from pipelines.train.stage import run_train
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

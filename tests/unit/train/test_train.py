@@ -19,9 +19,9 @@ from typer.testing import CliRunner
 from pipelines import cli
 from pipelines.common import io
 from pipelines.common.config import ConfigError, TrainParams, load_params
-from pipelines.common.models import ModelLoadError, load_base_model, model_fingerprint
 from pipelines.common.paths import MODEL_METADATA_FILE as METADATA_FILE
 from pipelines.common.paths import Paths
+from pipelines.retrieval.models import ModelLoadError, load_base_model, model_fingerprint
 from pipelines.train.checkpoints import RUN_FILE, prepare_checkpoints
 from pipelines.train.setup import (
     TrainError,

@@ -25,8 +25,8 @@ from typer.testing import CliRunner
 from pipelines import cli
 from pipelines.common import io
 from pipelines.common.config import PromoteParams, TrainParams
-from pipelines.common.models import OFFLINE_MINILM, model_fingerprint
 from pipelines.common.paths import TRAINING_RUN_FILE, Paths
+from pipelines.retrieval.models import OFFLINE_MINILM, model_fingerprint
 from pipelines.train.card import OFFLINE_MINILM_HUB_ID, card_base_model
 from pipelines.train.progress import finished_line, step_line, validation_line
 from pipelines.train.setup import TrainError

@@ -15,8 +15,8 @@ not the id. Writes are LanceDB commits: data files first, then a new manifest, s
 cut short leaves the previous version whole. A table that cannot be opened or read (a file
 truncated by a crash or a full disk), or that was written for another model, dimension or
 store format, is dropped with a warning and rebuilt, never trusted; so is one whose rows
-do not match their checksums (:mod:`pipelines.common.store_layout`: each row carries one,
-checked whenever it is read, by :mod:`pipelines.common.stored_vectors`), and files derived
+do not match their checksums (:mod:`pipelines.retrieval.store_layout`: each row carries one,
+checked whenever it is read, by :mod:`pipelines.retrieval.stored_vectors`), and files derived
 from a table (an ANN index named after it) go with it. A write that fails (a full disk, a
 read-only folder) loses no work: the vectors stay in memory for the rest of the run, one
 warning says the store was not saved, and what it held before is untouched.
@@ -24,7 +24,7 @@ warning says the store was not saved, and what it held before is untouched.
 Bounded on disk: the tables of at most :data:`MAX_STORED_MODELS` models are kept (base,
 champion, candidate or challenger, and the previous one); a new model's first write evicts
 the least recently used others, never a fingerprint the caller names in ``keep`` nor a model
-another process has open (:mod:`pipelines.common.store_leases`). Old table versions are
+another process has open (:mod:`pipelines.retrieval.store_leases`). Old table versions are
 cleaned up after each write (:data:`KEEP_VERSIONS_FOR`).
 """
 
@@ -43,10 +43,10 @@ from typing import Any
 
 import numpy as np
 
-from pipelines.common import store_leases
-from pipelines.common.embeddings import Embeddings, TextEncoder, embed_texts, matryoshka
 from pipelines.common.paths import Paths
-from pipelines.common.store_layout import (
+from pipelines.retrieval import store_leases
+from pipelines.retrieval.embeddings import Embeddings, TextEncoder, embed_texts, matryoshka
+from pipelines.retrieval.store_layout import (
     HASH_COLUMN,
     STORE_ERRORS,
     StoreCorruptError,
@@ -55,7 +55,7 @@ from pipelines.common.store_layout import (
     metadata_problem,
     text_hash,
 )
-from pipelines.common.stored_vectors import StoredVectors
+from pipelines.retrieval.stored_vectors import StoredVectors
 
 logger = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ a type is a dependency of the design even when it costs nothing at run time).
 Only first-party code counts (``pipelines``, ``flows``); the compiled ``metrics_rs`` is
 named by its sources.
 
-``python -m pipelines.dev.imports`` prints each stage's code dependencies in ``dvc.yaml``'s
+``python -m tooling.imports`` prints each stage's code dependencies in ``dvc.yaml``'s
 form.
 """
 
@@ -23,22 +23,18 @@ import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+from pipelines.common.parts import STAGES
+
+REPO = Path(__file__).resolve().parents[1]
 FIRST_PARTY = ("pipelines", "flows")
 #: Where the compiled extension's code lives: a stage importing ``metrics_rs`` depends on it.
 EXTENSION_SOURCES = {"metrics_rs": ("metrics_rs/src", "metrics_rs/Cargo.toml")}
 
-#: The module that defines each DVC stage's command (``cmd: mathembed <stage>``). The root
-#: ``pipelines/cli.py`` only dispatches to it, so it is no dependency of any stage.
+#: The module that defines each DVC stage's command (``cmd: mathembed <stage>``), from the
+#: one stage sequence. The root ``pipelines/cli.py`` only dispatches to it, so it is no
+#: dependency of any stage.
 STAGE_ENTRIES: Mapping[str, str] = {
-    "sample": "pipelines.ingest.sample.cli",
-    "ingest": "pipelines.ingest.cli",
-    "prepare": "pipelines.prepare.cli",
-    "graph": "pipelines.graph.cli",
-    "pairs": "pipelines.pairs.cli",
-    "validate": "pipelines.validate.cli",
-    "train": "pipelines.train.cli",
-    "evaluate": "pipelines.evaluate.cli",
+    stage.name: stage.commands for stage in STAGES if stage.versioned
 }
 
 

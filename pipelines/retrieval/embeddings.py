@@ -9,7 +9,7 @@ unit vector). A large set is embedded a chunk at a time, longest texts first (th
 drawn as a bar on a terminal.
 
 Where embeddings are kept between runs, one vector per passage and model, is
-:mod:`pipelines.common.vector_store`.
+:mod:`pipelines.retrieval.vector_store`.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """The embedding store's table layout: which table holds what, and what a row is.
 
 A :class:`StoreKey` (a model's fingerprint, a dimension, whether vectors are unit length)
-names one table of :mod:`pipelines.common.vector_store` and is recorded in its schema,
+names one table of :mod:`pipelines.retrieval.vector_store` and is recorded in its schema,
 checked when the table is opened. Each row is a text's SHA-256 (:func:`text_hash`, the
-key), its ``float32`` vector and the row's checksum (:mod:`pipelines.common.store_checksums`),
+key), its ``float32`` vector and the row's checksum (:mod:`pipelines.retrieval.store_checksums`),
 written together by :func:`arrow_table` and read back only through :func:`verified_rows`,
 which refuses a row that is not what was written.
 """
@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from pipelines.common.embeddings import Embeddings
-from pipelines.common.store_checksums import damaged_rows, row_checksums
+from pipelines.retrieval.embeddings import Embeddings
+from pipelines.retrieval.store_checksums import damaged_rows, row_checksums
 
 #: Bumped when the table layout changes: a table of another format is rebuilt.
 #: 2: each row carries its checksum.

@@ -13,7 +13,7 @@ import functools
 import re
 from typing import TYPE_CHECKING
 
-from pipelines.common.names import head_index, normalise_name, word_set, words_of
+from pipelines.mathtext.names import head_index, normalise_name, word_set, words_of
 
 if TYPE_CHECKING:  # only the type: the contract module imports pandas and pyarrow
     from pipelines.common.tables import ConceptType

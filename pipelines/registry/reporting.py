@@ -8,7 +8,7 @@ the night's table agree:
   ``MRR@10`` (``Recall@100``, ``Hit@10``...), a family heading a figure's panel by its
   title (``Hit rate``), and spelled ``mrr_at_10`` in MLflow, whose keys may not hold "@";
 * the decision: ``metrics/promotion.json`` (written by ``mathembed promote``; its record,
-  :class:`pipelines.common.metric_records.PromotionRecord`, is how every reader reads it).
+  :class:`pipelines.registry.metric_records.PromotionRecord`, is how every reader reads it).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ A torn page, a bad copy or a flipped bit in a LanceDB data file leaves a table t
 and reads without error but answers with other vectors; LanceDB checks no content. So
 every row carries a 64-bit checksum of its text hash and its vector's bytes, computed when
 the row is written and recomputed when it is read: a mismatch makes the table untrusted
-(:class:`pipelines.common.stored_vectors.StoredVectors` drops and rebuilds it).
+(:class:`pipelines.retrieval.stored_vectors.StoredVectors` drops and rebuilds it).
 
 Per row rather than per data file (``benchmarks/results/store_integrity.md``, both
 measured at 10^5 and 10^7 rows): a row's check needs only the row, so a lookup of a few

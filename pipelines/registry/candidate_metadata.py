@@ -20,8 +20,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from pipelines.common.models import Pooling
 from pipelines.common.paths import MODEL_METADATA_FILE
+from pipelines.retrieval.models import Pooling
 
 #: How an error names the type a field must have.
 _KIND_NAMES: dict[type, str] = {str: "a string", int: "an integer"}

@@ -2,7 +2,7 @@
 a process that has it open.
 
 The store keeps the tables of at most a few models and evicts the least recently used
-(:mod:`pipelines.common.vector_store`). A process that opened a model's table a while ago
+(:mod:`pipelines.retrieval.vector_store`). A process that opened a model's table a while ago
 (``mathembed search --alias previous``, a ``serve-search`` started before a night) would
 otherwise find it deleted by a night writing new models, and fail its next write. So a
 process holds a shared ``flock`` on ``<store>/.leases/m<model id>.lease`` for each model

@@ -11,7 +11,7 @@ reader (``from_json``): every stage, command and flow that reads a file reads it
 
 A figure is always a side's score on one named set; a comparison never takes its two
 numbers from two sets. Scores are rounded once, by
-:func:`pipelines.common.reporting.round_score` (p-values by ``round_p_value``).
+:func:`pipelines.registry.reporting.round_score` (p-values by ``round_p_value``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipelines.common.reporting import NOT_PROMOTED, PROMOTED, round_p_value, round_score
+from pipelines.registry.reporting import NOT_PROMOTED, PROMOTED, round_p_value, round_score
 
 #: The set of a decision recorded before decisions named theirs.
 UNRECORDED = "unrecorded"

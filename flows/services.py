@@ -242,7 +242,7 @@ def _create_buckets(services: Services) -> None:
 
 def _create_work_pools(services: Services) -> tuple[str, ...]:
     """The pools the deployments name: ``prefect deploy`` refuses a pool that is missing."""
-    from pipelines.dev.pools import PREFECT_FILE, ensure_work_pools, read_deployment_pools
+    from flows.pools import PREFECT_FILE, ensure_work_pools, read_deployment_pools
 
     if not PREFECT_FILE.is_file():  # an installed wheel has no infra/: nothing to deploy
         return ()

@@ -22,7 +22,7 @@ The same steps, applied to running text by :func:`match_form`, let a compiled
 :class:`SurfaceMatcher` find concept mentions with one regular expression per text.
 
 Which phrases name a concept at all, and which concept a named statement states, are in
-:mod:`pipelines.common.concept_phrases`.
+:mod:`pipelines.mathtext.concept_phrases`.
 
 Pure functions only; no I/O.
 """

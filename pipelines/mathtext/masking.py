@@ -3,7 +3,7 @@
 The ``masked`` evaluation set asks each held-out name again against its relevant passages
 with the name masked out, and the ``masked_name`` training pairs teach the model to find
 a definition whose term it cannot see. Both mask the same way, here: every surface form
-of the name (singular and plural head, as :func:`pipelines.common.names.surface_forms`
+of the name (singular and plural head, as :func:`pipelines.mathtext.names.surface_forms`
 knows them), in any case, whatever joins its words (space, hyphen, dash), becomes
 :data:`MASK`. Pure functions.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import re
 
-from pipelines.common.names import surface_forms
+from pipelines.mathtext.names import surface_forms
 
 #: What stands in the text where the name was: a pronoun keeps the sentence readable.
 MASK = "it"

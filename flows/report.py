@@ -6,7 +6,7 @@ The first line is the decision (promoted, not promoted, or no decision yet and w
 set, named beside it: the deciding set first, each other set on a line of its own. Then
 one line per stage with its counts, rounded, from the stages' metrics files; then where
 the reports are. It reads files only, through their records
-(:mod:`pipelines.common.metric_records`), and changes nothing; a missing file is said, not
+(:mod:`pipelines.registry.metric_records`), and changes nothing; a missing file is said, not
 an error.
 """
 
@@ -16,22 +16,22 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pipelines.common import io
-from pipelines.common.metric_records import (
+from pipelines.common.paths import Paths
+from pipelines.common.tables import QUERY_SETS
+from pipelines.registry.metric_records import (
     UNRECORDED,
     EvalRecord,
     PromotionRecord,
     SetFigures,
     SetHeadline,
 )
-from pipelines.common.paths import Paths
-from pipelines.common.reporting import (
+from pipelines.registry.reporting import (
     format_delta,
     format_p_value,
     format_score,
     metric_label,
     promotion_file,
 )
-from pipelines.common.tables import QUERY_SETS
 from pipelines.validate.summaries import quality_lines, read_quality_record
 
 # --------------------------------------------------------------------------- values

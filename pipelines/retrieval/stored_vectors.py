@@ -1,7 +1,7 @@
 """One table of the embedding store as a process sees it: lookups by text hash, additions,
 and the rows a failed write kept in memory.
 
-:class:`StoredVectors` is what :meth:`pipelines.common.vector_store.EmbeddingStore.vectors`
+:class:`StoredVectors` is what :meth:`pipelines.retrieval.vector_store.EmbeddingStore.vectors`
 hands out: it reads its table whole on the first lookup (or only the rows asked for, when
 they are a few of a large table), checks every row it reads (:func:`verified_rows`), and
 on damage drops the table through its store, which rebuilds it.
@@ -14,8 +14,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from pipelines.common.embeddings import Embeddings
-from pipelines.common.store_layout import (
+from pipelines.retrieval.embeddings import Embeddings
+from pipelines.retrieval.store_layout import (
     HASH_COLUMN,
     KEYS_PER_FILTER,
     READ_BATCH,
@@ -30,7 +30,7 @@ from pipelines.common.store_layout import (
 
 
 class TableOwner(Protocol):
-    """What a table asks of its store (:class:`pipelines.common.vector_store.EmbeddingStore`):
+    """What a table asks of its store (:class:`pipelines.retrieval.vector_store.EmbeddingStore`):
     to write rows, to drop the table, and to say so."""
 
     def write(

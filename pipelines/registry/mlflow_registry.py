@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from mlflow import MlflowClient
     from mlflow.entities.model_registry import ModelVersion
 
-    from pipelines.common.embeddings import TextEncoder
+    from pipelines.retrieval.embeddings import TextEncoder
 
 #: How a message about an interrupted or refused promotion ends.
 RERUN_HINT = "rerun `mathembed promote` (it is safe to repeat)"
@@ -62,7 +62,8 @@ CHAMPION = "champion"
 CHALLENGER = "challenger"
 PREVIOUS = "previous"
 ALIASES = (CHAMPION, CHALLENGER, PREVIOUS)
-#: The version tag that names the model's files (:func:`pipelines.common.models.model_fingerprint`).
+#: The version tag that names the model's files
+#: (:func:`pipelines.retrieval.models.model_fingerprint`).
 TAG_FINGERPRINT = "fingerprint"
 #: In the MLflow store's folder (``mlruns/``): promotions that share it take turns.
 PROMOTION_LOCK_FILE = "promote.lock"
