@@ -48,28 +48,25 @@ from pipelines.common.tables import (
     SPLITS,
     STORED_QUERY_SETS,
 )
-from pipelines.mathtext.concept_phrases import statement_concept_name
-from pipelines.mathtext.masking import mask_name, names_in
-from pipelines.mathtext.names import normalise_name
-from pipelines.pairs.descriptions import (
-    STATEMENT_SALT,
-    StatementInfo,
-    build_descriptions,
-    described_counts,
-    statement_key,
+from pipelines.pairs.candidates import (
+    Candidates,
+    Pair,
+    draw_candidates,
+    ranked_passages,
+    usable_passages,
 )
-from pipelines.pairs.evaluation import QREL_COLUMNS, QUERY_COLUMNS, PaperStructure, evaluation_set
-from pipelines.pairs.stable import (
-    held_out_concepts,
-    in_stable_fraction,
-    ranked_by_hash,
-    rotated_window,
-    stable_bucket,
-    stable_digest,
-    unseen_papers,
+from pipelines.pairs.descriptions import Descriptions, StatementInfo, described_counts
+from pipelines.pairs.evaluation import (
+    QREL_COLUMNS,
+    QUERY_COLUMNS,
+    Evaluation,
+    PaperStructure,
+    evaluation_set,
 )
+from pipelines.pairs.reserved import ConceptTable, Kept, Reserved, allowed_and_unique
+from pipelines.pairs.stable import in_stable_fraction, stable_bucket
 
-PAIR_COLUMNS = PAIRS_SCHEMA.names
+PAIR_COLUMNS: list[str] = PAIRS_SCHEMA.names
 
 
 @dataclass(frozen=True)
@@ -133,252 +130,204 @@ def build_pairs(
     params: PairsParams,
 ) -> PairsResult:
     """Training pairs, evaluation queries and qrels, and the counts for ``data.json``."""
-    names = concepts["name"].tolist()
-    display = dict(zip(names, concepts["display_name"].tolist(), strict=True))
-    description = dict(zip(names, concepts["description"].tolist(), strict=True))
-    aliases = {name: list(values) for name, values in zip(names, concepts["aliases"], strict=True)}
-    papers_of = {name: list(values) for name, values in zip(names, concepts["papers"], strict=True)}
-
-    statements_of = {
-        name: list(values) for name, values in zip(names, concepts["statements"], strict=True)
-    }
-
-    held_out = held_out_concepts(names, params.held_out_fraction)
-    unseen = unseen_papers(papers["paper_id"].tolist(), params.unseen_paper_fraction)
-    forbidden_keys, forbidden_texts = _forbidden_anchors(held_out, display, description, aliases)
+    table = ConceptTable.of(concepts)
     structure = PaperStructure.of(chunks, statements)
-    # What defines or states a held-out concept is never a positive: the model must not
-    # have seen any anchor lead to the passages its queries are judged by.
-    reserved_statements = {sid for name in held_out for sid in statements_of[name]}
-    # ... and a statement held out for the described set (its slogan, the sentences citing it).
-    reserved_statements |= {
-        statement_id
-        for statement_id, paper_id, label in zip(
-            statements["statement_id"].tolist(),
-            statements["paper_id"].tolist(),
-            statements["label"].tolist(),
-            strict=True,
-        )
-        if in_stable_fraction(
-            f"{STATEMENT_SALT}:{statement_key(paper_id, label, statement_id)}",
-            params.held_out_statement_fraction,
-        )
-    }
+    naming, defining = _naming_and_defining(mentions, table, structure)
+    reserved = Reserved.of(table, papers, statements, structure, defining, params)
+    text_of_chunk, paper_of_chunk = _chunk_lookups(chunks)
+    usable = usable_passages(mentions, paper_of_chunk, reserved.papers, reserved.chunks)
+    drawn = draw_candidates(
+        display=table.display,
+        description=table.description,
+        held_out=reserved.concepts,
+        ranked=ranked_passages(usable, params.seed),
+        edges=edges,
+        statements=statements,
+        papers=papers,
+        structure=structure,
+        info=_statement_info(statements, structure, reserved, paper_of_chunk, text_of_chunk),
+        params=params,
+    )
+    kept = allowed_and_unique(drawn.pairs, table, reserved)
+    negatives = _Negatives(
+        usable=usable,
+        defining=defining,
+        pool=_negative_pool(paper_of_chunk, reserved),
+        seed=params.seed,
+        enabled=params.hard_negatives,
+    )
+    pairs = _pairs_table(kept.pairs, negatives, text_of_chunk, params)
+    evaluation = evaluation_set(
+        reserved.concepts,
+        table.display,
+        table.aliases,
+        table.papers_of,
+        table.statements_of,
+        structure,
+        naming,
+        defining,
+        chunks,
+        reserved.papers,
+        params,
+    )
+    queries, qrels = _queries_and_qrels(evaluation, drawn.descriptions)
+    counts = _counts(
+        inputs={
+            "papers": papers,
+            "chunks": chunks,
+            "statements": statements,
+            "concepts": concepts,
+            "edges": edges,
+            "mentions": mentions,
+        },
+        reserved=reserved,
+        paper_of_chunk=paper_of_chunk,
+        drawn=drawn,
+        kept=kept,
+        pairs=pairs,
+        queries=queries,
+        qrels=qrels,
+        evaluation=evaluation,
+        structure=structure,
+    )
+    return PairsResult(
+        pairs, queries, qrels, counts, frozenset(reserved.concepts), frozenset(reserved.papers)
+    )
+
+
+# -- the inputs as lookups ---------------------------------------------------------------
+
+
+def _chunk_lookups(chunks: pd.DataFrame) -> tuple[dict[str, str], dict[str, str]]:
+    """Chunk id -> its text, and -> its paper."""
+    chunk_ids = chunks["chunk_id"].tolist()
+    text_of_chunk = dict(zip(chunk_ids, chunks["text"].tolist(), strict=True))
+    paper_of_chunk = dict(zip(chunk_ids, chunks["paper_id"].tolist(), strict=True))
+    return text_of_chunk, paper_of_chunk
+
+
+def _naming_and_defining(
+    mentions: pd.DataFrame, table: ConceptTable, structure: PaperStructure
+) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """Concept -> the passages that name it, and -> those that define or state it."""
     naming: dict[str, set[str]] = defaultdict(set)
     for concept, chunk_id in zip(
         mentions["concept"].tolist(), mentions["chunk_id"].tolist(), strict=True
     ):
         naming[concept].add(chunk_id)
-    defining = {name: structure.defining(statements_of[name], naming[name]) for name in names}
-    reserved_chunks = {chunk_id for name in held_out for chunk_id in defining[name]}
-    reserved_chunks |= {
-        chunk_id for sid in reserved_statements for chunk_id in structure.span_of.get(sid, ())
+    defining = {
+        name: structure.defining(table.statements_of[name], naming[name]) for name in table.names
     }
+    return naming, defining
 
-    chunk_ids = chunks["chunk_id"].tolist()
-    chunk_text = dict(zip(chunk_ids, chunks["text"].tolist(), strict=True))
-    chunk_paper = dict(zip(chunk_ids, chunks["paper_id"].tolist(), strict=True))
-    evidence_rank = {evidence: rank for rank, evidence in enumerate(EVIDENCE_ORDER)}
-    usable: dict[str, list[tuple[int, str]]] = defaultdict(list)
-    for concept, chunk_id, evidence in zip(
-        mentions["concept"].tolist(),
-        mentions["chunk_id"].tolist(),
-        mentions["evidence"].tolist(),
-        strict=True,
-    ):
-        if (
-            chunk_id in chunk_paper
-            and chunk_paper[chunk_id] not in unseen
-            and chunk_id not in reserved_chunks
-        ):
-            usable[concept].append((evidence_rank.get(evidence, len(EVIDENCE_ORDER)), chunk_id))
-    ranked = {
-        concept: ranked_by_hash(found, f"{params.seed}:{concept}")
-        for concept, found in usable.items()
-    }
 
-    # (anchor, positive, kind, concept, positive_id), in priority order for de-duplication.
-    candidates: list[tuple[str, str, str, str, str]] = []
-    for name in sorted(display):
-        if name in held_out:
-            continue
-        for chunk_id in ranked.get(name, [])[: params.max_chunks_per_concept]:
-            candidates.append((display[name], chunk_text[chunk_id], "name", name, chunk_id))
-            if params.masked_name_pairs and names_in(chunk_text[chunk_id], display[name]):
-                # The same passage without its term: the model must learn what it says.
-                masked = mask_name(chunk_text[chunk_id], display[name])
-                candidates.append((display[name], masked, "masked_name", name, chunk_id))
-            if params.description_pairs and description[name]:
-                candidates.append(
-                    (description[name], chunk_text[chunk_id], "description", name, chunk_id)
-                )
-
-    edges_used = 0
-    edges_dropped_held_out = 0
-    edges_dropped_unknown = 0
-    for source, target in zip(edges["source"].tolist(), edges["target"].tolist(), strict=True):
-        if source in held_out or target in held_out:
-            edges_dropped_held_out += 1
-            continue
-        if source not in display or target not in display:
-            edges_dropped_unknown += 1  # the graph stage never writes one; counted if it did
-            continue
-        edges_used += 1
-        for anchor_end, other_end in ((source, target), (target, source)):
-            salt = f"{params.seed}:{anchor_end}->{other_end}"
-            for chunk_id in rotated_window(ranked.get(other_end, []), salt, params.max_edge_pairs):
-                candidates.append(
-                    (display[anchor_end], chunk_text[chunk_id], "edge", anchor_end, chunk_id)
-                )
-
-    statements_unnamed = 0
-    for statement_id, paper_id, kind, name, text in sorted(
-        zip(
-            statements["statement_id"].tolist(),
-            statements["paper_id"].tolist(),
-            statements["kind"].tolist(),
-            statements["name"].tolist(),
-            statements["text"].tolist(),
-            strict=True,
-        )
-    ):
-        stated = statement_concept_name(kind, name) if name else None
-        if stated is None:
-            statements_unnamed += 1
-            continue
-        if paper_id in unseen:
-            continue
-        candidates.append((stated, text, "statement", normalise_name(stated), statement_id))
-
-    # The papers' own structure: a statement leads to its proof, and a statement (with its
-    # proof) to the statements it cites; at most max_structure_pairs of them (a stable draw).
-    text_of_statement = dict(
-        zip(statements["statement_id"].tolist(), statements["text"].tolist(), strict=True)
+def _statement_info(
+    statements: pd.DataFrame,
+    structure: PaperStructure,
+    reserved: Reserved,
+    paper_of_chunk: dict[str, str],
+    text_of_chunk: dict[str, str],
+) -> StatementInfo:
+    """What the statement-anchored pairs and the descriptions need to know."""
+    statement_ids = statements["statement_id"].tolist()
+    return StatementInfo(
+        text=dict(zip(statement_ids, statements["text"].tolist(), strict=True)),
+        kind=dict(zip(statement_ids, statements["kind"].tolist(), strict=True)),
+        paper=dict(zip(statement_ids, statements["paper_id"].tolist(), strict=True)),
+        first_passage={sid: span[0] for sid, span in structure.span_of.items() if span},
+        held_out=frozenset(reserved.statements),
+        finders=structure.finders,
+        unseen_papers=frozenset(reserved.papers),
+        paper_of_chunk=paper_of_chunk,
+        text_of_chunk=text_of_chunk,
+        reserved_passages=frozenset(reserved.chunks),
     )
-    paper_of_statement = dict(
-        zip(statements["statement_id"].tolist(), statements["paper_id"].tolist(), strict=True)
+
+
+# -- the pairs table ---------------------------------------------------------------------
+
+
+def _negative_pool(paper_of_chunk: dict[str, str], reserved: Reserved) -> list[str]:
+    """Every passage a negative may be: of a seen paper, and not reserved."""
+    return sorted(
+        chunk_id
+        for chunk_id, paper_id in paper_of_chunk.items()
+        if paper_id not in reserved.papers and chunk_id not in reserved.chunks
     )
-    structural: list[tuple[str, str, str, str, str]] = []
-    for statement_id, proof in sorted(structure.proof_of.items()):
-        if paper_of_statement[statement_id] in unseen:
-            continue
-        anchor = text_of_statement[statement_id]
-        structural.append((anchor, proof, "proof", statement_id, statement_id))
-    for statement_id, cited in sorted(structure.cited.items()):
-        for target in cited:
-            if paper_of_statement[target] in unseen:
-                continue
-            anchor = text_of_statement[statement_id]
-            structural.append((anchor, text_of_statement[target], "citation", statement_id, target))
-    structural.sort(key=lambda pair: stable_digest(f"{params.seed}:{pair[2]}:{pair[3]}:{pair[4]}"))
-    candidates += structural[: params.max_structure_pairs]
 
-    descriptions = build_descriptions(
-        statements,
-        papers,
-        StatementInfo(
-            text=text_of_statement,
-            kind=dict(
-                zip(statements["statement_id"].tolist(), statements["kind"].tolist(), strict=True)
-            ),
-            paper=paper_of_statement,
-            first_passage={sid: span[0] for sid, span in structure.span_of.items() if span},
-            held_out=frozenset(reserved_statements),
-            finders=structure.finders,
-            unseen_papers=frozenset(unseen),
-            paper_of_chunk=chunk_paper,
-            text_of_chunk=chunk_text,
-            reserved_passages=frozenset(reserved_chunks),
-        ),
-        params,
-        rank=lambda salt: stable_digest(f"{params.seed}:{salt}"),
-    )
-    candidates += descriptions.pairs
 
-    kept: list[tuple[str, str, str, str, str]] = []
-    seen_pairs: set[tuple[str, str]] = set()
-    dropped_held_out = 0
-    duplicates = 0
-    for candidate in candidates:
-        anchor, positive = candidate[0], candidate[1]
-        if (
-            anchor in forbidden_texts
-            or normalise_name(anchor) in forbidden_keys
-            or candidate[4] in reserved_statements  # a proof pair's is its statement's
-        ):
-            dropped_held_out += 1
-            continue
-        if (anchor, positive) in seen_pairs:
-            duplicates += 1
-            continue
-        seen_pairs.add((anchor, positive))
-        kept.append(candidate)
-
+def _pairs_table(
+    kept: list[Pair], negatives: _Negatives, text_of_chunk: dict[str, str], params: PairsParams
+) -> pd.DataFrame:
+    """The pairs with their negatives and split, in the table's order and columns."""
     pairs = pd.DataFrame(kept, columns=PAIR_COLUMNS[:5])
-    negatives = _Negatives(
-        usable=usable,
-        defining=defining,
-        pool=sorted(
-            chunk_id
-            for chunk_id, paper_id in chunk_paper.items()
-            if paper_id not in unseen and chunk_id not in reserved_chunks
-        ),
-        seed=params.seed,
-        enabled=params.hard_negatives,
-    )
     pairs["negative_id"] = [
         negatives.pick(kind, concept, positive_id)
         for kind, concept, positive_id in zip(
             pairs["kind"], pairs["concept"], pairs["positive_id"], strict=True
         )
     ]
-    pairs["negative"] = [chunk_text.get(chunk_id, "") for chunk_id in pairs["negative_id"]]
-    pairs["split"] = [
+    pairs["negative"] = [text_of_chunk.get(chunk_id, "") for chunk_id in pairs["negative_id"]]
+    pairs["split"] = _split_by_concept(pairs["concept"], params)
+    pairs = pairs.sort_values(["split", "kind", "concept", "anchor", "positive_id"], kind="stable")
+    return pairs.reset_index(drop=True)[PAIR_COLUMNS]
+
+
+def _split_by_concept(concepts: pd.Series, params: PairsParams) -> list[str]:
+    """Every pair anchored at one concept on one side, so no anchor is in both."""
+    return [
         "validation"
         if in_stable_fraction(f"{params.seed}:{concept}", params.validation_fraction)
         else "train"
-        for concept in pairs["concept"]
+        for concept in concepts
     ]
-    pairs = pairs.sort_values(["split", "kind", "concept", "anchor", "positive_id"], kind="stable")
-    pairs = pairs.reset_index(drop=True)[PAIR_COLUMNS]
 
-    evaluation = evaluation_set(
-        held_out,
-        display,
-        aliases,
-        papers_of,
-        statements_of,
-        structure,
-        naming,
-        defining,
-        chunks,
-        unseen,
-        params,
-    )
+
+# -- the evaluation set and the counts ---------------------------------------------------
+
+
+def _queries_and_qrels(
+    evaluation: Evaluation, descriptions: Descriptions
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The named queries and the described ones, in one table each with their qrels."""
     described_queries = pd.DataFrame(descriptions.queries, columns=QUERY_COLUMNS)
     queries = pd.concat([evaluation.queries, described_queries], ignore_index=True)
     qrels = pd.concat(
         [evaluation.qrels, pd.DataFrame(descriptions.qrels, columns=QREL_COLUMNS)],
         ignore_index=True,
     ).astype({"grade": "int64", "unseen": "bool"})
-    counts: dict[str, Any] = {
-        "papers": len(papers),
-        "chunks": len(chunks),
-        "statements": len(statements),
-        "concepts": len(concepts),
-        "edges": len(edges),
-        "mentions": len(mentions),
-        "unseen_papers": len(unseen),
-        "unseen_chunks": sum(1 for paper_id in chunk_paper.values() if paper_id in unseen),
-        "held_out_concepts": len(held_out),
-        "edges_used": edges_used,
-        "edges_dropped_held_out": edges_dropped_held_out,
-        "edges_dropped_unknown_concept": edges_dropped_unknown,
-        "statements_without_concept_name": statements_unnamed,
-        "pairs": _pair_counts(pairs, len(candidates), dropped_held_out, duplicates),
+    return queries, qrels
+
+
+def _counts(
+    *,
+    inputs: dict[str, pd.DataFrame],
+    reserved: Reserved,
+    paper_of_chunk: dict[str, str],
+    drawn: Candidates,
+    kept: Kept,
+    pairs: pd.DataFrame,
+    queries: pd.DataFrame,
+    qrels: pd.DataFrame,
+    evaluation: Evaluation,
+    structure: PaperStructure,
+) -> dict[str, Any]:
+    """``data.json``: the inputs' sizes, what was held out or dropped and why, what came out."""
+    return {
+        **{name: len(frame) for name, frame in inputs.items()},
+        "unseen_papers": len(reserved.papers),
+        "unseen_chunks": sum(
+            1 for paper_id in paper_of_chunk.values() if paper_id in reserved.papers
+        ),
+        "held_out_concepts": len(reserved.concepts),
+        "edges_used": drawn.edges.used,
+        "edges_dropped_held_out": drawn.edges.dropped_held_out,
+        "edges_dropped_unknown_concept": drawn.edges.dropped_unknown,
+        "statements_without_concept_name": drawn.statements_unnamed,
+        "pairs": _pair_counts(pairs, len(drawn.pairs), kept.dropped_held_out, kept.duplicates),
         "queries": len(queries),
         "queries_by_set": {name: int((queries["set"] == name).sum()) for name in STORED_QUERY_SETS},
-        "descriptions": described_counts(descriptions),
+        "descriptions": described_counts(drawn.descriptions),
         "held_out_below_min_degree": evaluation.below_min_degree,
         "held_out_without_relevant": evaluation.without_relevant,
         "held_out_too_broad": evaluation.too_broad,
@@ -390,27 +339,6 @@ def build_pairs(
             "unseen": int(qrels["unseen"].sum()),
         },
     }
-    return PairsResult(pairs, queries, qrels, counts, frozenset(held_out), frozenset(unseen))
-
-
-def _forbidden_anchors(
-    held_out: set[str],
-    display: dict[str, str],
-    description: dict[str, str],
-    aliases: dict[str, list[str]],
-) -> tuple[set[str], set[str]]:
-    """Normalised names and exact texts that must never be a training anchor."""
-    keys: set[str] = set()
-    texts: set[str] = set()
-    for name in held_out:
-        keys.add(name)
-        keys.update(normalise_name(alias) for alias in aliases[name])
-        texts.add(display[name])
-        texts.update(aliases[name])
-        if description[name]:
-            texts.add(description[name])
-    keys.discard("")
-    return keys, texts
 
 
 def _pair_counts(
