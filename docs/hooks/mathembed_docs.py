@@ -2,7 +2,9 @@
 
 - A page's ``<!-- generated: NAME -->`` line is replaced at build time by what the code
   says now: ``configuration`` (params.yaml's knobs with their declared ranges,
-  :mod:`params_page`) and ``layout`` (the package tree, :mod:`layout_page`).
+  :mod:`params_page`), ``layout`` (the package tree, :mod:`layout_page`) and
+  ``demo-figures`` (the demo's figures from its records in ``metrics/``,
+  :mod:`record_figures`, which also writes the README's copy).
 - Markdown files kept beside the code (``infra/README.md``, ``benchmarks/README.md``, the
   records in ``benchmarks/results/``) become pages as they are (:mod:`repo_pages`); the
   records are listed in the navigation under Benchmarks.
@@ -18,6 +20,7 @@ from typing import Any
 
 from layout_page import package_tree
 from params_page import configuration_tables
+from record_figures import BLOCKS, read_records
 from repo_pages import repo_pages, results_pages, rewrite_links
 
 REPO = Path(__file__).resolve().parents[2]
@@ -37,7 +40,10 @@ def generated(name: str) -> str:
         return configuration_tables(PARAMS_YAML.read_text(encoding="utf-8"))
     if name == "layout":
         return package_tree(REPO)
-    raise ValueError(f"unknown generated block {name!r}; known: configuration, layout")
+    if name in BLOCKS:
+        return BLOCKS[name](read_records())
+    known = ", ".join(("configuration", "layout", *BLOCKS))
+    raise ValueError(f"unknown generated block {name!r}; known: {known}")
 
 
 def expand(markdown: str) -> str:
