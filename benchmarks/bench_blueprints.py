@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.real_corpus import REPO  # noqa: E402 -- after the path is set
 from pipelines.common.config import SampleParams  # noqa: E402
 from pipelines.common.parts import stages_from  # noqa: E402
-from pipelines.ingest.sample.blueprints import CATEGORIES  # noqa: E402
+from pipelines.mirror.corpora.blueprints import CATEGORIES  # noqa: E402
 
 RESULT = REPO / "benchmarks" / "results" / "blueprints.json"
 BLUEPRINTS = REPO / SampleParams().blueprints_dir

@@ -6,7 +6,7 @@ with the new papers and which with the whole corpus?" and checks the issue's tar
 papers, everything but the candidate's own embedding <= 10 % of a full run). Records
 ``benchmarks/results/night_cost.json`` and ``night_cost.md``.
 
-The corpus is the synthetic sample (``pipelines.dev.synthetic``): the demo's 16 Stacks
+The corpus is the synthetic sample (``pipelines.mirror.corpora.synthetic``): the demo's 16 Stacks
 Project chapters (~4,200 passages) cannot grow by 1 % of their papers, nor 100-fold.
 :data:`PAPERS_PER_X` synthetic papers give about the demo's passages. Everything runs in a
 scratch folder (``--workdir``, default a temporary one), never the repository's ``data/``,
@@ -455,8 +455,8 @@ def run_child(job: RunJob) -> dict[str, Any]:
     from pipelines.evaluate.headline import PairedTest
     from pipelines.graph.stage import run_graph
     from pipelines.ingest.arxiv.client import ArxivClient
-    from pipelines.ingest.sample.server import MirrorServer
     from pipelines.ingest.stage import run_ingest
+    from pipelines.mirror.server import MirrorServer
     from pipelines.pairs.stage import run_pairs
     from pipelines.prepare.stage import run_prepare
     from pipelines.promote.promotion import promote_candidate
@@ -828,7 +828,7 @@ def measure_pipeline_size(
 
     from pipelines.common.config import load_params
     from pipelines.common.paths import Paths
-    from pipelines.dev.synthetic import generate_mirror
+    from pipelines.mirror.corpora.synthetic import generate_mirror
 
     root = workdir / f"{multiple}x"
     shutil.rmtree(root, ignore_errors=True)

@@ -8,7 +8,7 @@ numbers recorded next to the machine they were measured on
 What is run, in a scratch data root (``--workdir``, default a temporary folder; never the
 repository's ``data/``), with the repository's ``params.yaml`` (``--params``):
 
-1. **sample**: :func:`pipelines.dev.synthetic.generate_mirror` writes a mirror of
+1. **sample**: :func:`pipelines.mirror.corpora.synthetic.generate_mirror` writes a mirror of
    ``--papers`` papers plus ``--new-fraction`` (1 %) more, once.
 2. **full run** at a cut-off time: the mirror server (:class:`MirrorServer`, 127.0.0.1)
    is told ``now`` = the first-submission time of the last paper of the ``--papers``
@@ -141,7 +141,7 @@ def _stage_call(job: StageJob) -> Callable[[], dict[str, Any]]:
     params = load_params(Path(job.params_file))
     paths = Paths(Path(job.root))
     if job.stage == "sample":
-        from pipelines.dev.synthetic import generate_mirror
+        from pipelines.mirror.corpora.synthetic import generate_mirror
 
         start = dt.date.fromisoformat(params.sample.start_date)
         end = dt.date.fromisoformat(params.sample.end_date)
@@ -150,13 +150,13 @@ def _stage_call(job: StageJob) -> Callable[[], dict[str, Any]]:
             manifest = generate_mirror(
                 paths.mirror, job.n_papers, params.sample.seed, start=start, end=end
             )
-            return manifest.counts()
+            return dict(manifest.counts)
 
         return sample
     if job.stage == "ingest":
         from pipelines.ingest.arxiv.client import ArxivClient
-        from pipelines.ingest.sample.server import MirrorServer
         from pipelines.ingest.stage import run_ingest
+        from pipelines.mirror.server import MirrorServer
 
         # The benchmark harvests the whole visible mirror in one run, as a first run would.
         ingest_params = dataclasses.replace(params.ingest, max_papers=10**9)

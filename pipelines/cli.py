@@ -24,7 +24,7 @@ from pipelines.common.parts import STAGES
 from pipelines.evaluate import cli as evaluate_cli
 from pipelines.graph import cli as graph_cli
 from pipelines.ingest import cli as ingest_cli
-from pipelines.ingest.sample import cli as sample_cli
+from pipelines.mirror import cli as sample_cli
 from pipelines.pairs import cli as pairs_cli
 from pipelines.prepare import cli as prepare_cli
 from pipelines.promote import cli as promote_cli

@@ -1,6 +1,6 @@
 """A real HTTP server on 127.0.0.1 that answers the way a broken or hostile arXiv might.
 
-The sample mirror (``pipelines.ingest.sample.server``) serves well-formed answers with a
+The sample mirror (``pipelines.mirror.server``) serves well-formed answers with a
 few transport faults; this one serves whatever a test builds, byte for byte: a feed with
 odd entries, an e-print that redirects in a loop or to ``file://``, a malformed header,
 an error page with status 200. ``with hostile_arxiv(answers) as base_url:`` maps a path
@@ -57,8 +57,10 @@ def atom_entry(
     *,
     updated: str = "2024-01-02T10:00:00Z",
     title: str = "On a theorem",
+    extra: str = "",
 ) -> str:
-    """One ``<entry>`` of the API's feed (the id is put after ``http://arxiv.org/abs/``)."""
+    """One ``<entry>`` of the API's feed (the id is put after ``http://arxiv.org/abs/``;
+    ``extra`` is XML added at its end, a ``<link>`` say)."""
     return f"""<entry>
     <id>http://arxiv.org/abs/{versioned_id}</id>
     <updated>{updated}</updated>
@@ -67,7 +69,7 @@ def atom_entry(
     <summary>An abstract.</summary>
     <author><name>A. Author</name></author>
     <arxiv:primary_category term="{CATEGORY}"/>
-    <category term="{CATEGORY}"/>
+    <category term="{CATEGORY}"/>{extra}
   </entry>"""
 
 

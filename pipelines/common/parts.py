@@ -48,7 +48,7 @@ class Stage(NamedTuple):
 
 #: Every stage, in the order a night runs them.
 STAGES: tuple[Stage, ...] = (
-    Stage("sample", "pipelines.ingest.sample", step="ingest"),
+    Stage("sample", "pipelines.mirror", step="ingest"),
     Stage("ingest", "pipelines.ingest", step="ingest"),
     Stage("prepare", "pipelines.prepare", step="data-stages"),
     Stage("graph", "pipelines.graph", step="data-stages"),

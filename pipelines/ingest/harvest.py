@@ -35,7 +35,13 @@ from pipelines.ingest.arxiv.archive import (
     Source,
     extract_source,
 )
-from pipelines.ingest.arxiv.atom import Entry, RejectedEntry, format_timestamp, parse_timestamp
+from pipelines.ingest.arxiv.atom import (
+    Entry,
+    RejectedEntry,
+    abs_page,
+    format_timestamp,
+    parse_timestamp,
+)
 from pipelines.ingest.arxiv.client import ArxivClient, Eprint
 from pipelines.ingest.arxiv.transport import ArxivError
 from pipelines.ingest.quarantine import (
@@ -59,14 +65,25 @@ LIMIT_KEYS = {
     "max_total_bytes": "max_archive_bytes",
 }
 
-#: Paper id -> where a reader finds the paper (``meta.json``'s ``url``), or ``None`` when no
+#: Listed paper -> where a reader finds it (``meta.json``'s ``url``), or ``None`` when no
 #: true link is known; chosen per source by :func:`pipelines.ingest.stage.run_from_source`.
-LinkRule = Callable[[str], str | None]
+LinkRule = Callable[[Entry], str | None]
 
 
-def no_link(paper_id: str) -> None:
-    """The rule for a source whose ids name no real paper (the synthetic sample)."""
+def no_link(entry: Entry) -> None:
+    """The rule for a source whose ids name no real paper."""
     return None
+
+
+def abstract_page(entry: Entry) -> str:
+    """The rule for arXiv: the paper's abstract page."""
+    return abs_page(entry.paper_id)
+
+
+def listed_source(entry: Entry) -> str | None:
+    """The rule for the offline mirror: the link its listing gives the paper, if any (a
+    Stacks chapter's source; none for the synthetic sample, whose ids name no real paper)."""
+    return entry.source_url
 
 
 def archive_limits(params: IngestParams) -> ArchiveLimits:
@@ -257,7 +274,7 @@ class Harvest:
             eprint=eprint,
             source=source,
             fetched_at=self.fetched_at,
-            url=self.link(entry.paper_id),
+            url=self.link(entry),
         )
         clear_record(self.paths.quarantine, entry.versioned_id)
         self.report.stored.append(entry.versioned_id)

@@ -77,7 +77,10 @@ def quarantine_unreadable(quarantine_dir: Path, rejected: RejectedEntry) -> tupl
 def cap_details(entry: Entry, key: str, value: int) -> dict[str, Any]:
     """The ``extra`` details of a paper refused by the cap ``key`` set to ``value``: enough
     for a run with a larger cap to re-extract it (:func:`raised_cap_refusals`)."""
-    return {"limit": key, "limit_value": value, "entry": dataclasses.asdict(entry)}
+    fields = dataclasses.asdict(entry)
+    if fields["source_url"] is None:
+        del fields["source_url"]  # most listings give none: the record says what there is
+    return {"limit": key, "limit_value": value, "entry": fields}
 
 
 def clear_record(quarantine_dir: Path, item_id: str) -> None:

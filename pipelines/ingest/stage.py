@@ -34,14 +34,20 @@ from tqdm.contrib.logging import logging_redirect_tqdm  # type: ignore[import-un
 from pipelines.common import io
 from pipelines.common.config import IngestParams
 from pipelines.common.paths import Paths
-from pipelines.ingest.arxiv.atom import abs_page, format_timestamp
+from pipelines.ingest.arxiv.atom import format_timestamp
 from pipelines.ingest.arxiv.client import ArxivClient
 from pipelines.ingest.arxiv.transport import ArxivError
-from pipelines.ingest.harvest import Harvest, LinkRule, no_link, window_start
+from pipelines.ingest.harvest import (
+    Harvest,
+    LinkRule,
+    abstract_page,
+    listed_source,
+    no_link,
+    window_start,
+)
 from pipelines.ingest.progress import HarvestProgress, harvest_target
 from pipelines.ingest.raw_store import read_watermark
 from pipelines.ingest.report import STAGE, IngestReport, QuarantineRateError, quarantine_alarm
-from pipelines.ingest.sample.layout import ENTRIES_FILE
 
 logger = logging.getLogger(__name__)
 
@@ -155,24 +161,18 @@ def _logs_beside(bar: Any) -> AbstractContextManager[Any]:
 
 def run_from_source(params: IngestParams, paths: Paths, *, progress: bool) -> IngestReport:
     """Run :func:`run_ingest` against ``ingest.source``: the live arXiv API (papers link to
-    their abstract pages), or the sample mirror served on 127.0.0.1 for the length of the
-    run (papers link where the mirror says: a Stacks chapter to its source)."""
+    their abstract pages), or the offline mirror served on 127.0.0.1 for the length of the
+    run (papers link where its listing says: a Stacks chapter to its source)."""
     if params.source == "arxiv":
         with ArxivClient.from_params(params) as client:
-            return run_ingest(params, paths, client=client, progress=progress, link=abs_page)
-    if not (paths.mirror / ENTRIES_FILE).is_file():
-        raise FileNotFoundError(
-            f"the sample mirror {paths.mirror} is missing (no {ENTRIES_FILE}); "
-            "run mathembed sample first"
-        )
-    # Imported here: only the sample source needs the mirror.
-    from pipelines.ingest.sample.corpus_manifest import paper_links
-    from pipelines.ingest.sample.server import MirrorServer
+            return run_ingest(params, paths, client=client, progress=progress, link=abstract_page)
+    # Imported here: only the sample source needs the mirror, and ingest reaches it only
+    # through its server, harvested like arXiv.
+    from pipelines.mirror.server import serving
 
-    links = paper_links(paths.mirror)
     with (
-        MirrorServer(paths.mirror) as server,
+        serving(paths.mirror) as base_url,
         # The mirror is local: no need to keep arXiv's 3 s between requests.
-        ArxivClient.from_params(params, base_url=server.base_url, delay_seconds=0.0) as client,
+        ArxivClient.from_params(params, base_url=base_url, delay_seconds=0.0) as client,
     ):
-        return run_ingest(params, paths, client=client, progress=progress, link=links.get)
+        return run_ingest(params, paths, client=client, progress=progress, link=listed_source)

@@ -25,12 +25,12 @@ from pipelines.common import io
 from pipelines.common.config import IngestParams
 from pipelines.common.paths import Paths
 from pipelines.common.raw_layout import RAW_META_FILE
-from pipelines.dev.synthetic import generate_mirror
 from pipelines.ingest.arxiv.client import ArxivClient, build_user_agent
 from pipelines.ingest.raw_store import read_watermark
 from pipelines.ingest.report import COUNT_KEYS, IngestReport, QuarantineRateError, quarantine_alarm
-from pipelines.ingest.sample.server import MirrorServer
 from pipelines.ingest.stage import run_ingest
+from pipelines.mirror.corpora.synthetic import generate_mirror
+from pipelines.mirror.server import MirrorServer
 
 N_PAPERS = 20
 SEED = 7

@@ -53,12 +53,11 @@ from prefect.states import State
 from projects import dvc, new_project, run, update_params
 from webhook import Webhook, receiving_webhook
 
-from flows import processes
+from flows import processes, services
 from flows.nightly import nightly_retrain
 from pipelines.common.config import load_params
 from pipelines.common.io import read_json
 from pipelines.common.locks import stage_lock
-from pipelines.dev import services
 
 MODEL = "math-embed"
 DEAD_URL = "http://127.0.0.1:9"  # the discard port: nothing listens there

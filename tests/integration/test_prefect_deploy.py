@@ -18,8 +18,8 @@ from prefect.client.orchestration import SyncPrefectClient, get_client
 from prefect.settings import PREFECT_API_URL, temporary_settings
 from repo import REPO
 
+from flows import services
 from pipelines.common.config import load_params
-from pipelines.dev import services
 
 
 @pytest.fixture(scope="module")

@@ -53,6 +53,9 @@ class Entry:
     updated: str  # same format: this version's date (what the watermark follows)
     comment: str
     withdrawn: bool
+    #: Where a reader finds the paper when the listing says (a ``<link title="source">``,
+    #: as the offline mirror gives a Stacks chapter its source); arXiv gives none.
+    source_url: str | None = None
 
     @property
     def versioned_id(self) -> str:
@@ -236,6 +239,14 @@ def _parse_entry(element: ElementTree.Element) -> Entry:
     if primary_category not in categories:
         categories = (primary_category, *categories)
     comment = normalise_whitespace(_text(element, f"{ARXIV}comment"))
+    source_url = next(
+        (
+            href.strip()
+            for link in element.findall(f"{ATOM}link")
+            if link.get("title") == "source" and (href := link.get("href") or "").strip()
+        ),
+        None,
+    )
     return Entry(
         paper_id=paper_id,
         version=version,
@@ -248,6 +259,7 @@ def _parse_entry(element: ElementTree.Element) -> Entry:
         updated=updated,
         comment=comment,
         withdrawn=bool(_WITHDRAWN.search(comment)),
+        source_url=source_url,
     )
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pipelines.common import io
-from pipelines.ingest.sample.layout import built_in_staging
+from pipelines.mirror.writer import built_in_staging
 
 
 @contextmanager

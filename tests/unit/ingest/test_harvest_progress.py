@@ -12,7 +12,6 @@ import pytest
 
 from pipelines.common.config import IngestParams
 from pipelines.common.paths import Paths
-from pipelines.dev.synthetic import generate_mirror
 from pipelines.ingest.arxiv.client import ArxivClient
 from pipelines.ingest.progress import (
     HarvestProgress,
@@ -20,8 +19,9 @@ from pipelines.ingest.progress import (
     progress_line,
     time_left,
 )
-from pipelines.ingest.sample.server import MirrorServer
 from pipelines.ingest.stage import run_ingest
+from pipelines.mirror.corpora.synthetic import generate_mirror
+from pipelines.mirror.server import MirrorServer
 
 N_PAPERS = 20  # the generator's minimum
 

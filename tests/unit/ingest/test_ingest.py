@@ -1,6 +1,6 @@
 """The ingest stage over real HTTP: ArxivClient and run_ingest against the sample MirrorServer.
 
-Every test talks to ``pipelines.ingest.sample.server.MirrorServer`` on 127.0.0.1, serving a
+Every test talks to ``pipelines.mirror.server.MirrorServer`` on 127.0.0.1, serving a
 small generated mirror (one paper of every kind, malformed ones included). The client's
 ``sleep`` is injected, so retries and politeness are asserted on the waits requested,
 never by waiting.
@@ -27,8 +27,6 @@ from pipelines.common.config import IngestParams
 from pipelines.common.paths import Paths
 from pipelines.common.raw_layout import RAW_META_FILE as META_FILE
 from pipelines.common.raw_layout import is_stored, version_folder
-from pipelines.dev.synthetic import generate_mirror
-from pipelines.dev.synthetic.manifest import Manifest, VersionRecord, load_manifest
 from pipelines.ingest.arxiv.atom import Entry, Feed, RejectedEntry, parse_timestamp
 from pipelines.ingest.arxiv.client import (
     CONTACT_ENV,
@@ -40,8 +38,10 @@ from pipelines.ingest.arxiv.client import (
 )
 from pipelines.ingest.arxiv.transport import ArxivError, parse_retry_after
 from pipelines.ingest.raw_store import read_watermark
-from pipelines.ingest.sample.server import MirrorServer
 from pipelines.ingest.stage import run_ingest
+from pipelines.mirror.corpora.synthetic import generate_mirror
+from pipelines.mirror.manifest import SYNTHETIC, Manifest, PaperRecord, read_manifest
+from pipelines.mirror.server import MirrorServer
 
 N_PAPERS = 20  # the generator's minimum: one paper of every kind, some revised
 SEED = 7
@@ -87,7 +87,7 @@ def mirror(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def manifest(mirror: Path) -> Manifest:
-    return load_manifest(mirror)
+    return read_manifest(mirror, SYNTHETIC)
 
 
 @pytest.fixture(scope="module")
@@ -149,9 +149,9 @@ def make_client(
     return ArxivClient(server.base_url, **options)
 
 
-def latest(manifest: Manifest, at: str | None = None) -> dict[str, VersionRecord]:
+def latest(manifest: Manifest, at: str | None = None) -> dict[str, PaperRecord]:
     """paper id -> newest version visible at ``at``."""
-    newest: dict[str, VersionRecord] = {}
+    newest: dict[str, PaperRecord] = {}
     for record in manifest.versions:
         if at is not None and record.updated > at:
             continue
@@ -179,7 +179,7 @@ def tree_snapshot(folder: Path) -> dict[str, bytes]:
     }
 
 
-def one_of_kind(manifest: Manifest, kind: str) -> VersionRecord:
+def one_of_kind(manifest: Manifest, kind: str) -> PaperRecord:
     newest = latest(manifest)
     return next(r for r in manifest.of_kind(kind) if newest[r.paper_id] == r)
 

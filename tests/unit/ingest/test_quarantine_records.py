@@ -17,11 +17,11 @@ import pytest
 from pipelines.common import io
 from pipelines.common.config import IngestParams
 from pipelines.common.paths import Paths
-from pipelines.dev.synthetic import generate_mirror
 from pipelines.ingest.arxiv.client import ArxivClient, build_user_agent
 from pipelines.ingest.quarantine import rejected_for_good
-from pipelines.ingest.sample.server import MirrorServer
 from pipelines.ingest.stage import run_ingest
+from pipelines.mirror.corpora.synthetic import generate_mirror
+from pipelines.mirror.server import MirrorServer
 
 CORRUPT = {
     "truncated": b'{"id": "x", "reason": "bad',

@@ -20,10 +20,10 @@ from pipelines.common.raw_layout import RAW_META_FILE, RAW_SOURCE_FILE, version_
 from pipelines.ingest.arxiv.archive import Source, extract_source
 from pipelines.ingest.harvest import archive_limits
 from pipelines.ingest.report import COUNT_KEYS
-from pipelines.ingest.sample.corpus import CORPUS_DIR, PREAMBLE, build_corpus_mirror
-from pipelines.ingest.sample.corpus_manifest import CorpusManifest
-from pipelines.ingest.sample.layout import tar_gz
 from pipelines.ingest.stage import run_from_source
+from pipelines.mirror.corpora.stacks import CORPUS_DIR, PREAMBLE, build_stacks_mirror
+from pipelines.mirror.layout import tar_gz
+from pipelines.mirror.manifest import Manifest
 
 CORPUS = REPO / CORPUS_DIR
 DEFINITION = re.compile(r"\\begin\{definition\}.*?\\end\{definition\}\n?", re.DOTALL)
@@ -48,7 +48,7 @@ def assert_counts_add_up(metrics: dict[str, object], listed: int) -> None:
     assert metrics["listed"] == sum(int(str(metrics[key])) for key in COUNT_KEYS)
 
 
-def stored(paths: Paths, manifest: CorpusManifest, chapter: str) -> tuple[dict[str, object], str]:
+def stored(paths: Paths, manifest: Manifest, chapter: str) -> tuple[dict[str, object], str]:
     record = next(record for record in manifest.versions if record.chapter == chapter)
     folder = version_folder(paths.raw, record.paper_id, record.version)
     meta = io.read_json(folder / RAW_META_FILE)
@@ -56,7 +56,7 @@ def stored(paths: Paths, manifest: CorpusManifest, chapter: str) -> tuple[dict[s
 
 
 @pytest.fixture(scope="module")
-def awkward(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, CorpusManifest]:
+def awkward(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Manifest]:
     """A mirror of three real chapters made awkward, plus one whose e-print lacks the preamble."""
     corpus = tmp_path_factory.mktemp("awkward") / "corpus"
     corpus.mkdir()
@@ -72,7 +72,7 @@ def awkward(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, CorpusManif
     (corpus / "no-definitions.tex").write_text(DEFINITION.sub("", topologies), encoding="utf-8")
     (corpus / "no-preamble.tex").write_bytes((CORPUS / "schemes.tex").read_bytes())
     mirror = tmp_path_factory.mktemp("awkward") / "mirror"
-    manifest = build_corpus_mirror(mirror, corpus, start=START, end=END)
+    manifest = build_stacks_mirror(mirror, corpus, start=START, end=END)
     # The e-print of no-preamble.tex as an author might upload it: the chapter alone.
     record = next(record for record in manifest.versions if record.chapter == "no-preamble.tex")
     chapter = (corpus / record.chapter).read_bytes()
@@ -82,13 +82,13 @@ def awkward(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, CorpusManif
 
 @pytest.fixture(scope="module")
 def awkward_run(
-    awkward: tuple[Path, CorpusManifest], tmp_path_factory: pytest.TempPathFactory
+    awkward: tuple[Path, Manifest], tmp_path_factory: pytest.TempPathFactory
 ) -> tuple[Paths, dict[str, object]]:
     return harvest(awkward[0], tmp_path_factory.mktemp("awkward-run") / "root")
 
 
 def test_every_awkward_chapter_is_kept_and_the_counts_add_up(
-    awkward: tuple[Path, CorpusManifest], awkward_run: tuple[Paths, dict[str, object]]
+    awkward: tuple[Path, Manifest], awkward_run: tuple[Paths, dict[str, object]]
 ) -> None:
     paths, metrics = awkward_run
     assert_counts_add_up(metrics, listed=3)
@@ -98,7 +98,7 @@ def test_every_awkward_chapter_is_kept_and_the_counts_add_up(
 
 
 def test_a_missing_input_file_keeps_the_chapter_and_records_what_is_missing(
-    awkward: tuple[Path, CorpusManifest], awkward_run: tuple[Paths, dict[str, object]]
+    awkward: tuple[Path, Manifest], awkward_run: tuple[Paths, dict[str, object]]
 ) -> None:
     meta, source = stored(awkward_run[0], awkward[1], "no-preamble.tex")
     assert meta["source_kind"] == "tex"
@@ -110,7 +110,7 @@ def test_a_missing_input_file_keeps_the_chapter_and_records_what_is_missing(
 
 
 def test_a_latin1_chapter_is_decoded_and_stored_as_utf8(
-    awkward: tuple[Path, CorpusManifest], awkward_run: tuple[Paths, dict[str, object]]
+    awkward: tuple[Path, Manifest], awkward_run: tuple[Paths, dict[str, object]]
 ) -> None:
     meta, source = stored(awkward_run[0], awkward[1], "latin1.tex")
     assert meta["encoding"] == "latin-1"
@@ -120,7 +120,7 @@ def test_a_latin1_chapter_is_decoded_and_stored_as_utf8(
 
 
 def test_a_chapter_without_definitions_is_still_a_paper(
-    awkward: tuple[Path, CorpusManifest], awkward_run: tuple[Paths, dict[str, object]]
+    awkward: tuple[Path, Manifest], awkward_run: tuple[Paths, dict[str, object]]
 ) -> None:
     meta, source = stored(awkward_run[0], awkward[1], "no-definitions.tex")
     assert meta["source_kind"] == "tex" and meta["main_file"] == "no-definitions.tex"
@@ -139,7 +139,7 @@ def test_the_biggest_chapter_is_within_the_limits(tmp_path: Path) -> None:
         (corpus / name).write_bytes((SHARED_CORPUS / name).read_bytes())
     algebra = (corpus / "algebra.tex").read_text(encoding="utf-8")
     assert len(algebra.encode("utf-8")) > 1_500_000  # ~1.8 MB: the largest chapter
-    manifest = build_corpus_mirror(tmp_path / "mirror", corpus, start=START, end=END)
+    manifest = build_stacks_mirror(tmp_path / "mirror", corpus, start=START, end=END)
     record = manifest.versions[0]
 
     # The archive reader with the demo's caps takes it whole.

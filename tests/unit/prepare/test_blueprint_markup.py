@@ -18,7 +18,7 @@ from repo import REPO
 
 from pipelines.common.config import SampleParams
 from pipelines.ingest.arxiv.archive import ArchiveLimits, Source, extract_source
-from pipelines.ingest.sample.blueprints import build_blueprint_mirror
+from pipelines.mirror.corpora.blueprints import build_blueprint_mirror
 from pipelines.prepare.cleaner import clean_latex, prepare_document
 from pipelines.prepare.latex.vocabulary import BLUEPRINT_MARKUP
 

@@ -31,11 +31,11 @@ from pipelines.common.tables import (
     TABLES,
     write_table,
 )
-from pipelines.dev.synthetic import generate_mirror
 from pipelines.graph.stage import run_graph
 from pipelines.ingest.arxiv.client import ArxivClient
-from pipelines.ingest.sample.server import MirrorServer
 from pipelines.ingest.stage import run_ingest
+from pipelines.mirror.corpora.synthetic import generate_mirror
+from pipelines.mirror.server import MirrorServer
 from pipelines.pairs.stage import run_pairs
 from pipelines.prepare.stage import run_prepare
 from pipelines.validate import formats
