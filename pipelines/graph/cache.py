@@ -58,8 +58,8 @@ from pipelines.mathtext.names import SurfaceMatcher
 # Bump when the cache file's layout changes.
 CACHE_FORMAT = 2  # 2: candidates carry their statement_id
 # The code a cached extraction or scan depends on, besides every module of this package:
-# the concept-name rules and the allowed values it shares (in pipelines/common).
-_SHARED_CODE = ("names.py", "tables.py")
+# the concept-name rules (mathtext/) and the allowed values (the kernel's table contract).
+_SHARED_CODE = ("mathtext/names.py", "common/tables.py")
 #: The graph knobs that decide whether and when a paper is worked on, not what comes out:
 #: no part of a fingerprint.
 SCHEDULING_KNOBS = frozenset({"paper_timeout_seconds", "stage_budget_seconds", "max_paper_retries"})
@@ -132,9 +132,8 @@ def code_fingerprint() -> str:
     """A hash of the code that extracts and scans one paper: any edit to it invalidates the
     cache."""
     package = Path(__file__).parent
-    common = package.parent / "common"
     digest = hashlib.sha256(f"graph cache format {CACHE_FORMAT}".encode())
-    for path in [*sorted(package.glob("*.py")), *(common / name for name in _SHARED_CODE)]:
+    for path in [*sorted(package.glob("*.py")), *(package.parent / name for name in _SHARED_CODE)]:
         name = f"{path.parent.name}/{path.name}"
         digest.update(name.encode("utf-8") + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
