@@ -61,18 +61,17 @@ after the command (:mod:`pipelines.train.cli`) has applied the offline switches.
 pieces of a run are in :mod:`pipelines.train.setup`, its callbacks in
 :mod:`pipelines.train.callbacks`, resuming in :mod:`pipelines.train.checkpoints`, the
 checkpoint kept in :mod:`pipelines.train.validation`, mined negatives in
-:mod:`pipelines.train.negatives`.
+:mod:`pipelines.train.negatives`. The steps before the trainer (the data, the base model)
+are in :mod:`pipelines.train.inputs`, those after it (the candidate, the metrics) in
+:mod:`pipelines.train.results`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-import os
-import shutil
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -82,67 +81,57 @@ import pandas as pd
 
 from pipelines.common import io
 from pipelines.common.config import TrainParams
-from pipelines.common.paths import MODEL_METADATA_FILE, TRAINING_RUN_FILE, Paths
-from pipelines.common.tables import TABLES
-from pipelines.registry.candidate_metadata import CandidateMetadata
-from pipelines.retrieval.models import ModelLoadError, data_hash, load_base_model, model_fingerprint
+from pipelines.common.paths import Paths
 from pipelines.train.callbacks import RunLog, bars_on_terminal_only, observer
 from pipelines.train.card import card_data, describe_model, kept_checkpoint_note, show_kept_scores
-from pipelines.train.checkpoints import (
-    RUN_FILE,
-    checkpoint_step,
-    disk_errors,
-    prepare_checkpoints,
-)
+from pipelines.train.checkpoints import disk_errors, prepare_checkpoints
 from pipelines.train.distributed import (
     World,
     check_batch_split,
     current_world,
-    join,
     leave,
     lost_rank_as_interrupt,
-    main_first,
     rank_zero_saving_trainer,
     share,
 )
-from pipelines.train.negatives import mine_training_negatives
+from pipelines.train.inputs import (
+    LoadedBase,
+    TrainingData,
+    load_base,
+    read_training_data,
+    with_mined_negatives,
+)
+from pipelines.train.results import (
+    Outcome,
+    Throughput,
+    log_run_summary,
+    remove_checkpoints,
+    save_candidate,
+    train_metrics,
+)
 from pipelines.train.setup import (
     Precision,
-    TrainError,
     build_arguments,
     build_loss,
-    capped_sample,
     check_params,
-    choose_precision,
-    describe_device,
-    distinct_texts,
-    loss_curves,
-    resolve_device,
-    resolve_matryoshka_dims,
     run_key,
-    split_pairs,
     step_budget,
     validation_batch_size,
 )
-from pipelines.train.tracking import (
-    TrainingRun,
-    describe_run,
-    log_metrics,
-    mlflow_callback,
-    run_record,
-    training_run_status,
-)
-from pipelines.train.validation import (
-    IR_CURVE,
-    ir_curve,
-    kept_checkpoint,
-    validation_set,
-)
+from pipelines.train.setup import TrainError as TrainError  # the command catches it from here
+from pipelines.train.tracking import TrainingRun, mlflow_callback, training_run_status
+from pipelines.train.validation import ValidationSet, validation_set
 
 if TYPE_CHECKING:
     from datasets import Dataset  # type: ignore[import-untyped]  # datasets ships no types
-    from sentence_transformers import SentenceTransformer
+    from sentence_transformers import (
+        SentenceTransformer,
+        SentenceTransformerTrainer,
+        SentenceTransformerTrainingArguments,
+    )
     from transformers import TrainerCallback
+
+    from pipelines.train.ir_evaluator import MetricsRsEvaluator
 
 logger = logging.getLogger(__name__)
 
@@ -230,60 +219,112 @@ def _train(
     started = time.perf_counter()
     check_params(params)
     check_batch_split(params.batch_size, world.size)
-    pairs_path = TABLES["pairs"].validated_path(paths)
-    if not pairs_path.is_file():
-        raise TrainError(
-            f"{pairs_path} not found; the train stage reads only validated data: run "
-            "dvc repro validate (or make repro) first"
-        )
-    pairs = io.read_parquet(pairs_path)
-    train_pairs, validation_pairs = split_pairs(pairs, pairs_path)
-    validation_pairs = capped_sample(validation_pairs, params.max_validation_pairs, params.seed)
-    if distinct_texts(train_pairs) < params.batch_size:
-        raise TrainError(
-            f"the training split of {pairs_path} has {len(train_pairs)} pairs but only "
-            f"{distinct_texts(train_pairs)} distinct texts per column, too few to fill one "
-            f"no-duplicates batch of train.batch_size={params.batch_size}; lower "
-            "train.batch_size or add data"
-        )
-    pairs_hash = data_hash(pairs_path)
-
-    from transformers import set_seed
-
-    device = resolve_device(params.device)
-    precision = choose_precision(device)
-    join(world, device)
-    set_seed(params.seed)  # before loading: a base model missing some weights initialises them
-    model = load_base_model(
-        params.base_model,
-        pooling=params.pooling,
-        max_seq_length=params.max_seq_length,
-        device=f"cuda:{world.local_rank}" if device == "cuda" else device,
-    )
-    dimension = model.get_embedding_dimension()
-    if dimension is None:
-        raise ModelLoadError(f"base model {params.base_model!r} does not report its dimension")
-    dims = resolve_matryoshka_dims(params.matryoshka_dims, dimension)
+    data = read_training_data(params, paths)
+    base = load_base(params, world)
     # Distractors from the passages the pairs stage wrote: one validation task, mined or not.
     task = validation_set(
-        validation_pairs, train_pairs, max_corpus=params.max_validation_corpus, seed=params.seed
+        data.validation, data.train, max_corpus=params.max_validation_corpus, seed=params.seed
     )
-    mining = None
-    if params.mined_negatives:
-        with main_first(world):  # rank 0 mines and caches; the others read its cache
-            mining = mine_training_negatives(
-                model, pairs, params=params, cache_dir=paths.negatives_cache, pairs_hash=pairs_hash
-            )
-        train_pairs, _ = split_pairs(mining.pairs, pairs_path)
+    data, mining = with_mined_negatives(data, base.model, params, paths, world)
+    evaluator = _ir_evaluator(task, params)
+    resume_from, resume_note = _resume_point(params, paths.checkpoints, data.hash, world)
+    eval_batch_size = validation_batch_size(params.batch_size, data.validation, world.size)
+    arguments = build_arguments(
+        params,
+        paths.checkpoints,
+        max_steps=step_budget(params, len(data.train)),
+        device=base.device,
+        precision=base.precision,
+        eval_batch_size=eval_batch_size,
+        progress=bars,
+        best_by_ir=evaluator is not None,
+        processes=world.size,
+    )
+    _describe_candidate(base.model, model_name, params, paths, data, eval_batch_size)
+    run_log = RunLog()
+    trainer = _trainer(
+        base,
+        arguments,
+        data,
+        params,
+        eval_batch_size=eval_batch_size,
+        evaluator=evaluator,
+        run_log=run_log,
+        callbacks=[*([mlflow_callback(tracking)] if tracking else []), *callbacks],
+        world=world,
+        bars=bars,
+    )
+    with disk_errors(paths.checkpoints):
+        trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
+    if not world.is_main:
+        return _rank_zero_report()
+    # Rank 0 alone from here: what the log says, the candidate, the metrics, the run's summary.
+    outcome = Outcome.of(
+        trainer.state, params.best_checkpoint_metric, best_by_ir=evaluator is not None
+    )
+    if evaluator is not None and outcome.kept is not None:
+        show_kept_scores(trainer.model, evaluator, trainer.state.log_history, outcome.kept["step"])
+    trained_at = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    fingerprint = save_candidate(
+        trainer.model,
+        paths.candidate,
+        params=params,
+        base=base,
+        pairs_hash=data.hash,
+        trained_at=trained_at,
+        tracking=tracking,
+        card_note=kept_checkpoint_note(
+            outcome.kept, n_queries=len(task.queries), n_corpus=len(task.corpus)
+        ),
+    )
+    remove_checkpoints(paths.checkpoints)
+    throughput = Throughput.of(run_log, params.batch_size)
+    metrics = train_metrics(
+        params=params,
+        fingerprint=fingerprint,
+        data=data,
+        base=base,
+        processes=world.size,
+        eval_batch_size=eval_batch_size,
+        state=trainer.state,
+        resume_from=resume_from,
+        throughput=throughput,
+        started=started,
+        outcome=outcome,
+        task=task,
+        mining=mining,
+        trained_at=trained_at,
+    )
+    io.write_json(paths.metric_file("train"), metrics)
+    if tracking is not None:
+        log_run_summary(
+            tracking,
+            metrics,
+            outcome.kept,
+            fingerprint=fingerprint,
+            pairs_hash=data.hash,
+            base_model=params.base_model,
+        )
+    return share(
+        _report(paths.candidate, fingerprint, data, base, metrics, resume_note, throughput, outcome)
+    )
+
+
+def _ir_evaluator(task: ValidationSet, params: TrainParams) -> MetricsRsEvaluator | None:
+    """The validation IR evaluator that picks the checkpoint kept; none without queries."""
     from pipelines.train.ir_evaluator import MetricsRsEvaluator  # needs sentence-transformers
 
-    evaluator = (
+    return (
         MetricsRsEvaluator(task, batch_size=params.batch_size, metric=params.best_checkpoint_metric)
         if task.queries
         else None
     )
 
-    checkpoint_folder = paths.checkpoints
+
+def _resume_point(
+    params: TrainParams, checkpoint_folder: Path, pairs_hash: str, world: World
+) -> tuple[Path | None, str]:
+    """The checkpoint to resume from (none to start fresh) and why, the same on every rank."""
     # Rank 0 alone looks at (and tidies) the checkpoints; every rank resumes from its choice.
     resume_from, resume_note = share(
         prepare_checkpoints(checkpoint_folder, run_key(params, pairs_hash, processes=world.size))
@@ -292,155 +333,94 @@ def _train(
     )
     if world.is_main:
         logger.info("train: %s", resume_note)
-    eval_batch_size = validation_batch_size(params.batch_size, validation_pairs, world.size)
-    arguments = build_arguments(
-        params,
-        checkpoint_folder,
-        max_steps=step_budget(params, len(train_pairs)),
-        device=device,
-        precision=precision,
-        eval_batch_size=eval_batch_size,
-        progress=bars,
-        best_by_ir=evaluator is not None,
-        processes=world.size,
-    )
+    return resume_from, resume_note
+
+
+def _describe_candidate(
+    model: SentenceTransformer,
+    model_name: str,
+    params: TrainParams,
+    paths: Paths,
+    data: TrainingData,
+    eval_batch_size: int,
+) -> None:
+    """The model card's data: its name, base model and training pairs."""
     describe_model(
         model,
         card_data(
             model_name=model_name,
             base_model=params.base_model,
-            pairs_file=_shown_path(pairs_path, paths.root),
-            pairs_hash=pairs_hash,
-            n_validation_pairs=len(validation_pairs) if eval_batch_size else 0,
+            pairs_file=_shown_path(data.path, paths.root),
+            pairs_hash=data.hash,
+            n_validation_pairs=len(data.validation) if eval_batch_size else 0,
         ),
     )
-    run_log = RunLog()
-    tracking_callbacks = [mlflow_callback(tracking)] if tracking else []
+
+
+def _trainer(
+    base: LoadedBase,
+    arguments: SentenceTransformerTrainingArguments,
+    data: TrainingData,
+    params: TrainParams,
+    *,
+    eval_batch_size: int,
+    evaluator: MetricsRsEvaluator | None,
+    run_log: RunLog,
+    callbacks: list[TrainerCallback],
+    world: World,
+    bars: bool,
+) -> SentenceTransformerTrainer:
+    """The trainer of ``base``: the splits, the loss, the evaluator, the callbacks (``run_log``
+    first); the validation split only when it fills a batch."""
     trainer = rank_zero_saving_trainer()(
-        model=model,
+        model=base.model,
         args=arguments,
-        train_dataset=_to_dataset(train_pairs),
-        eval_dataset=_to_dataset(validation_pairs) if eval_batch_size else None,
-        loss=build_loss(model, params, dims, gather=world.size > 1),
+        train_dataset=_to_dataset(data.train),
+        eval_dataset=_to_dataset(data.validation) if eval_batch_size else None,
+        loss=build_loss(base.model, params, base.dims, gather=world.size > 1),
         evaluator=evaluator,
-        callbacks=[observer(run_log), *tracking_callbacks, *callbacks],
+        callbacks=[observer(run_log), *callbacks],
     )
     bars_on_terminal_only(trainer, bars)
-    with disk_errors(checkpoint_folder):
-        trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
-    if not world.is_main:
-        # Its weights are rank 0's (the best checkpoint, loaded from rank 0's save); rank 0
-        # publishes them and says what it wrote.
-        report = share(None)
-        assert isinstance(report, TrainReport)
-        return report
-    train_curve, validation_curve = loss_curves(trainer.state.log_history)
-    validation_ir = ir_curve(trainer.state.log_history)
-    kept = kept_checkpoint(
-        validation_ir,
-        params.best_checkpoint_metric,
-        best_step=trainer.state.best_global_step if evaluator is not None else None,
-    )
-    if evaluator is not None and kept is not None:
-        show_kept_scores(trainer.model, evaluator, trainer.state.log_history, kept["step"])
-    trained_at = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-    metadata = CandidateMetadata.of_training(
-        dataclasses.asdict(params),
-        matryoshka_dims=dims,
-        embedding_dimension=dimension,
-        data_hash=pairs_hash,
-        trained_at=trained_at,
-    )
-    output = paths.candidate
-    extra_files = {TRAINING_RUN_FILE: run_record(tracking)} if tracking else {}
-    with disk_errors(output.parent):
-        fingerprint = _publish_candidate(
-            trainer.model,
-            output,
-            metadata,
-            extra_files,
-            card_note=kept_checkpoint_note(
-                kept, n_queries=len(task.queries), n_corpus=len(task.corpus)
-            ),
-        )
-    for path in checkpoint_folder.glob("checkpoint-*"):
-        shutil.rmtree(path)
-    (checkpoint_folder / RUN_FILE).unlink(missing_ok=True)
+    return trainer
 
-    steps_run = run_log.end_step - run_log.start_step
-    pairs_trained = steps_run * params.batch_size  # exact: the short last batch is dropped
-    pairs_per_second = pairs_trained / run_log.step_seconds if run_log.step_seconds > 0 else 0.0
-    final_loss = train_curve[-1]["loss"] if train_curve else None
-    validation_loss = validation_curve[-1]["loss"] if validation_curve else None
-    metrics: dict[str, Any] = {
-        "base_model": params.base_model,
-        "fingerprint": fingerprint,
-        "data_hash": pairs_hash,
-        "device": describe_device(device),
-        "precision": precision,
-        "processes": world.size,
-        "loss": params.loss,
-        "matryoshka_dims": list(dims),
-        "batch_size": params.batch_size,
-        "validation_batch_size": eval_batch_size,
-        "n_pairs": {"train": len(train_pairs), "validation": len(validation_pairs)},
-        "steps": int(trainer.state.global_step),
-        "epochs": float(trainer.state.epoch or 0.0),
-        "steps_this_run": steps_run,
-        "resumed_from_step": checkpoint_step(resume_from) if resume_from else None,
-        "pairs_trained_this_run": pairs_trained,
-        # Optimisation steps only (forward, backward, optimizer): not evaluation or saving.
-        "pairs_per_second": round(pairs_per_second, 3),
-        "step_seconds": round(run_log.step_seconds, 3),
-        "wall_seconds": round(time.perf_counter() - started, 3),
-        "final_loss": final_loss,
-        "validation_loss": validation_loss,
-        "loss_curve": train_curve,
-        "validation_loss_curve": validation_curve,
-        IR_CURVE: validation_ir,
-        "kept_checkpoint": kept,
-        "validation_set": {
-            "queries": len(task.queries),
-            "corpus": len(task.corpus),
-            "distractors": task.n_distractors,
-        },
-        "mined_negatives": mining.summary() if mining else None,
-        "trained_at": trained_at,
-    }
-    io.write_json(paths.metric_file("train"), metrics)
-    if tracking is not None:
-        summary = {
-            "train.pairs_per_second": metrics["pairs_per_second"],
-            "train.step_seconds": metrics["step_seconds"],
-            "train.wall_seconds": metrics["wall_seconds"],
-        }
-        if kept is not None:
-            summary["train.kept_step"] = kept["step"]
-        log_metrics(tracking, summary, step=metrics["steps"])
-        describe_run(
-            tracking,
-            name=f"candidate-{fingerprint[:12]}",
-            tags={"data_version": pairs_hash, "base_model": params.base_model},
-        )
-    return share(
-        TrainReport(
-            candidate_dir=output,
-            fingerprint=fingerprint,
-            data_hash=pairs_hash,
-            n_train_pairs=len(train_pairs),
-            n_validation_pairs=len(validation_pairs),
-            steps=int(trainer.state.global_step),
-            resumed_from_step=metrics["resumed_from_step"],
-            resume_note=resume_note,
-            matryoshka_dims=dims,
-            device=metrics["device"],
-            precision=precision,
-            pairs_per_second=pairs_per_second,
-            final_loss=final_loss,
-            validation_loss=validation_loss,
-            metrics=metrics,
-        )
+
+def _report(
+    candidate_dir: Path,
+    fingerprint: str,
+    data: TrainingData,
+    base: LoadedBase,
+    metrics: dict[str, Any],
+    resume_note: str,
+    throughput: Throughput,
+    outcome: Outcome,
+) -> TrainReport:
+    """What the run returns: the candidate, its data, how training went (``metrics`` whole)."""
+    return TrainReport(
+        candidate_dir=candidate_dir,
+        fingerprint=fingerprint,
+        data_hash=data.hash,
+        n_train_pairs=len(data.train),
+        n_validation_pairs=len(data.validation),
+        steps=metrics["steps"],
+        resumed_from_step=metrics["resumed_from_step"],
+        resume_note=resume_note,
+        matryoshka_dims=base.dims,
+        device=metrics["device"],
+        precision=base.precision,
+        pairs_per_second=throughput.pairs_per_second,
+        final_loss=outcome.final_loss,
+        validation_loss=outcome.validation_loss,
+        metrics=metrics,
     )
+
+
+def _rank_zero_report() -> TrainReport:
+    """What rank 0 reports, on another rank: its weights are rank 0's (the best checkpoint,
+    loaded from rank 0's save); rank 0 publishes them and says what it wrote."""
+    report = share(None)
+    assert isinstance(report, TrainReport)
+    return report
 
 
 def _shown_path(path: Path, root: Path) -> str:
@@ -450,51 +430,6 @@ def _shown_path(path: Path, root: Path) -> str:
         return path.resolve().relative_to(root.resolve()).as_posix()
     except ValueError:
         return str(path)
-
-
-def _publish_candidate(
-    model: SentenceTransformer,
-    output: Path,
-    metadata: CandidateMetadata,
-    extra_files: Mapping[str, Any] | None = None,
-    *,
-    card_note: str = "",
-) -> str:
-    """Save ``model`` + ``mathembed.json`` (+ ``extra_files``, JSON; ``card_note`` at the
-    end of the model card) into a temporary sibling, then rename it to ``output``.
-
-    Returns the fingerprint. A run killed before the rename leaves the old candidate; only
-    the instant between the two renames has no candidate folder, never a partial one.
-    """
-    output.parent.mkdir(parents=True, exist_ok=True)
-    for stale in output.parent.glob(f".{output.name}.*"):
-        shutil.rmtree(stale, ignore_errors=True)  # left by a run killed while publishing
-    # mkdir (unlike mkdtemp's private 0700) gives the folder the usual umask permissions.
-    staging = output.with_name(f".{output.name}.tmp-{os.getpid()}-{time.time_ns()}")
-    staging.mkdir()
-    try:
-        model.save(str(staging))
-        io.restore_plain_modes(staging)  # safetensors writes its file 0600 (safetensors#782)
-        if card_note:
-            with (staging / "README.md").open("a", encoding="utf-8") as card:
-                card.write(card_note)
-        for name, content in (extra_files or {}).items():
-            io.write_json(staging / name, content)
-        fingerprint = model_fingerprint(staging)
-        io.write_json(
-            staging / MODEL_METADATA_FILE, metadata.with_fingerprint(fingerprint).as_json()
-        )
-        previous = None
-        if output.exists():
-            previous = output.with_name(f".{output.name}.old-{os.getpid()}")
-            os.replace(output, previous)
-        os.replace(staging, output)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    if previous is not None:
-        shutil.rmtree(previous, ignore_errors=True)
-    return fingerprint
 
 
 def format_loss(loss: float | None) -> str:
