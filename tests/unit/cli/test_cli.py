@@ -16,6 +16,7 @@ import yaml
 from repo import REPO as REPO_ROOT
 from typer.testing import CliRunner
 
+from mathembed.cli import app as mathembed_app
 from pipelines import cli
 from pipelines.common import offline
 
@@ -213,7 +214,8 @@ def test_makefile_exports_the_same_switches(preset: dict[str, str]) -> None:
 
 
 def registered_commands() -> list[str]:
-    return sorted(str(info.name) for info in cli.app.registered_commands)
+    """The ``mathembed`` console script's commands: the pipelines' app and the flows'."""
+    return sorted(str(info.name) for info in mathembed_app.registered_commands)
 
 
 def test_every_stage_in_dvc_yaml_runs_a_mathembed_command() -> None:
@@ -227,11 +229,12 @@ def test_every_stage_in_dvc_yaml_runs_a_mathembed_command() -> None:
 @pytest.mark.parametrize(
     "command",
     ["sample", "ingest", "prepare", "graph", "pairs", "validate", "train", "evaluate"]
-    + ["promote", "status", "rollback", "search", "summary", "services"],
+    + ["promote", "status", "rollback", "search", "report", "summary", "services"]
+    + ["nightly", "serve", "pools"],
 )
 def test_every_command_shows_its_own_usage(command: str) -> None:
     assert command in registered_commands()
-    result = runner.invoke(cli.app, [command, "--help"], prog_name="mathembed")
+    result = runner.invoke(mathembed_app, [command, "--help"], prog_name="mathembed")
     assert result.exit_code == 0, result.output
     assert f"Usage: mathembed {command} [OPTIONS]" in result.output
 

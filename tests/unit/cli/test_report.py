@@ -11,7 +11,7 @@ from typing import Any
 from typer.testing import CliRunner
 
 from flows.report import render_report
-from pipelines import cli
+from mathembed import cli
 from pipelines.common import io
 from pipelines.common.paths import Paths
 from pipelines.registry.metric_records import SetHeadline
