@@ -1,30 +1,31 @@
 """The layering rule, read from the code. Every first-party module is an importer, and
 each part of the code imports only the parts :data:`MAY_IMPORT` names (and its own modules):
 
-- ``pipelines/common/`` imports nothing first-party but itself (no stage, no ``dev/``, no
-  ``flows/``, no ``mathembed/``);
-- a stage (a folder of ``pipelines/`` but ``common/`` and ``dev/``) imports ``common/``,
-  never another stage nor ``dev/``, but for the imports :data:`ALLOWED` names;
-- ``pipelines/dev/`` (the developer's tools) imports ``common/`` and the stages;
-- the root of ``pipelines/`` (``pipelines/cli.py``: every stage's commands and dev's on one
-  app) imports ``common/``, the stages and ``dev/``;
-- ``flows/`` imports ``common/`` and the stages, never ``dev/`` (a developer's tool is no
-  part of the night) nor the root of ``pipelines/``;
-- ``mathembed/``, the command line above both, imports anything;
+- the shared wings of ``pipelines/``, in the order :data:`pipelines.common.parts.WINGS`
+  declares (``common/``, the kernel; ``mathtext/``; ``retrieval/``; ``registry/``): each
+  imports only the wings before it, never a stage;
+- a stage (any other folder of ``pipelines/``: ``ingest/`` … ``search/``, and ``mirror/``,
+  the ``sample`` stage) imports the wings, never another stage, but for the imports
+  :data:`ALLOWED` names;
+- the root of ``pipelines/`` (``pipelines/cli.py``: every stage's commands on one app)
+  imports the wings and the stages;
+- ``flows/`` (the night, its report, work pools and local services) imports the wings and
+  the stages, never the root of ``pipelines/`` (the command line that joins both command
+  sets is ``mathembed/``'s);
+- ``tooling/`` (the import analyser) reads code as text: it imports the kernel only;
+- ``mathembed/``, the command line above both, imports anything but ``tooling/``;
 
-and nothing in ``pipelines/`` imports ``flows/`` or ``mathembed/``, nothing in ``flows/``
-imports ``mathembed/``, no module imports itself back through others.
+and nothing in ``pipelines/`` imports ``flows/``, ``tooling/`` or ``mathembed/``, nothing in
+``flows/`` imports ``mathembed/``, no module imports itself back through others.
 
 An import of a package counts as an import of its part (``import pipelines.evaluate`` is an
 import of the stage ``evaluate``), and what a package's ``__init__`` re-exports is followed
-to the module that defines it (``from pipelines.dev.synthetic import generate_mirror`` is an
-import of ``pipelines.dev.synthetic.build``). Every import counts, wherever it sits (inside
-a function, under ``if TYPE_CHECKING:``): each is a dependency of the design
-(:func:`tooling.imports.imported_names`, :func:`tooling.imports.bound_names`).
-
-The imports that break the rule today are listed in :data:`UNTIL_RENOVATED`, each with its
-importer and why; the list shrinks as the renovation moves those modules (issue 30), and
-any import not on it fails.
+to the module that defines it (``from pipelines.mirror.corpora.synthetic import
+generate_mirror`` is an import of ``pipelines.mirror.corpora.synthetic.build``). Every
+import counts, wherever it sits (inside a function, under ``if TYPE_CHECKING:``): each is
+a dependency of the design (:func:`tooling.imports.imported_names`,
+:func:`tooling.imports.bound_names`). A wrong import planted in a small tree of the
+project's shape is reported, one per kind of wrong (the test of these tests).
 """
 
 from __future__ import annotations
@@ -35,28 +36,29 @@ from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import NamedTuple
 
+from pipelines.common.parts import WINGS
 from tooling.imports import REPO, bound_names, imported_names
 
-#: The three top-level packages, lowest first.
-PACKAGES = ("pipelines", "flows", "mathembed")
-#: Folders of pipelines/ that are no stage: what stages share, and the developer's tools.
-NOT_STAGES = ("common", "dev")
+#: The top-level packages, lowest first.
+PACKAGES = ("pipelines", "flows", "tooling", "mathembed")
+#: Folders of pipelines/ that are no stage: the shared wings, lowest first.
+NOT_STAGES = WINGS
 #: What each kind of part may import besides its own modules ("stage" stands for any stage;
 #: "pipelines" for the root of pipelines/: its __init__, cli.py and __main__.py).
 MAY_IMPORT: Mapping[str, frozenset[str]] = {
-    # The kernel every stage shares: below all of them, so it can reach none.
-    "common": frozenset(),
-    # A stage stands beside the others: what two stages share belongs in common/.
-    "stage": frozenset({"common"}),
-    # The developer's tools work on the stages' code and records; no stage needs them.
-    "dev": frozenset({"common", "stage"}),
-    # pipelines/cli.py puts every stage's commands and dev's on one app.
-    "pipelines": frozenset({"common", "stage", "dev"}),
-    # Orchestration calls the stages' functions; what the night runs is no developer's tool,
-    # and the command line that joins both command sets is mathembed/'s, not pipelines'.
-    "flows": frozenset({"common", "stage"}),
+    # Each wing stands on those before it: the kernel on nothing, the registry on all three.
+    **{wing: frozenset(WINGS[:level]) for level, wing in enumerate(WINGS)},
+    # A stage stands beside the others: what two stages share belongs in a wing.
+    "stage": frozenset(WINGS),
+    # pipelines/cli.py puts every stage's commands on one app.
+    "pipelines": frozenset({*WINGS, "stage"}),
+    # Orchestration calls the stages' functions; the command line that joins both command
+    # sets is mathembed/'s, not pipelines'.
+    "flows": frozenset({*WINGS, "stage"}),
+    # The import analyser reads code as text; it needs only the parts' declaration.
+    "tooling": frozenset({"common"}),
     # The root command line, above both pipelines/ and flows/.
-    "mathembed": frozenset({"common", "stage", "dev", "pipelines", "flows"}),
+    "mathembed": frozenset({*WINGS, "stage", "pipelines", "flows"}),
 }
 #: Imports of one stage by another that the design allows, by the importing stage: any of
 #: its modules may import these, each with why. Exactly these: an entry the code no longer
@@ -73,29 +75,6 @@ ALLOWED: Mapping[str, Mapping[str, str]] = {
         "pipelines.evaluate.eval_set": "the validated evaluation set, loaded as evaluate does",
         "pipelines.evaluate.scoring": "embedding, kNN scoring and the paired test",
         "pipelines.evaluate.sources": "the models to score (candidate, base, champion)",
-    },
-}
-#: Imports that break the rule today, by importing module: each stays until the renovation
-#: of issue 30 (part 4) moves the module it names, and then its entry goes (an entry the
-#: code no longer needs fails). Another module importing the same target fails: the debt
-#: does not grow.
-UNTIL_RENOVATED: Mapping[str, Mapping[str, str]] = {
-    # `mathembed sample` with sample.corpus: synthetic builds the mirror with the synthetic
-    # generator, which lives in dev/ and itself imports ingest's mirror layout (ingest and
-    # dev import each other); it goes when the offline mirror gets a wing of its own.
-    "pipelines.ingest.sample.cli": {
-        "pipelines.dev.synthetic.build": "generate_mirror (re-exported by dev.synthetic)",
-        "pipelines.dev.synthetic.manifest": "the synthetic sample's ground truth (a type)",
-    },
-    # The night's report and the work pools are the flows', kept in dev/: they go when
-    # dev/ is emptied into homes that say what they are (the report beside the flows or in
-    # a reporting room, the pools beside the flows).
-    "flows.cli": {
-        "flows.pools": "`mathembed pools` creates the deployments' work pools",
-        "flows.report": "`mathembed nightly` prints the night's report after the run",
-    },
-    "flows.nightly": {
-        "flows.report": "the flow's outcome is the report's first line",
     },
 }
 
@@ -218,14 +197,12 @@ def unexplained(
     arrows: Iterable[Arrow],
     packages: Collection[str],
     allowed: Mapping[str, Mapping[str, str]] = ALLOWED,
-    pending: Mapping[str, Mapping[str, str]] = UNTIL_RENOVATED,
 ) -> list[Arrow]:
-    """The forbidden imports neither allow-list names."""
+    """The forbidden imports the allow-list does not name."""
     return [
         arrow
         for arrow in arrows
         if arrow.imported not in allowed.get(part_of(arrow.importer, packages), {})
-        and arrow.imported not in pending.get(arrow.importer, {})
     ]
 
 
@@ -233,24 +210,15 @@ def unused_entries(
     arrows: Iterable[Arrow],
     packages: Collection[str],
     allowed: Mapping[str, Mapping[str, str]] = ALLOWED,
-    pending: Mapping[str, Mapping[str, str]] = UNTIL_RENOVATED,
 ) -> list[str]:
-    """The allow-lists' entries no forbidden import uses (``part -> module`` for ALLOWED)."""
-    arrows = set(arrows)
+    """The allow-list's entries (``part -> module``) no forbidden import uses."""
     by_part = {(part_of(arrow.importer, packages), arrow.imported) for arrow in arrows}
-    unused_allowed = [
+    return sorted(
         f"{part} -> {target}"
         for part, targets in allowed.items()
         for target in targets
         if (part, target) not in by_part
-    ]
-    unused_pending = [
-        str(Arrow(importer, target))
-        for importer, targets in pending.items()
-        for target in targets
-        if Arrow(importer, target) not in arrows
-    ]
-    return sorted(unused_allowed + unused_pending)
+    )
 
 
 def cycles(graph: Mapping[str, set[str]]) -> list[list[str]]:
@@ -325,7 +293,7 @@ def test_every_part_imports_only_what_the_rule_and_the_allow_lists_say() -> None
 def test_every_module_is_an_importer_in_a_part_the_rule_knows() -> None:
     code = repo_code()
     parts = {part_of(module, code.packages) for module in repo_graph()}
-    assert {"common", "dev", "pipelines", "flows", "mathembed"} <= parts
+    assert {*WINGS, "mirror", "ingest", "pipelines", "flows", "tooling", "mathembed"} <= parts
     assert {kind_of(part) for part in parts} == set(MAY_IMPORT)
     assert set(repo_graph()) == set(code.sources)
 
@@ -357,20 +325,36 @@ def test_the_reader_sees_what_the_checks_look_for() -> None:
     assert "pipelines.evaluate.scoring" in graph["pipelines.promote.decision"]  # in a function
     assert "pipelines.promote.scoring" in graph["pipelines.promote.tags"]  # TYPE_CHECKING
     assert "flows.cli" in graph["mathembed.cli"] and "pipelines.cli" in graph["mathembed.cli"]
-    assert "pipelines.dev.synthetic.build" in graph["pipelines.ingest.sample.cli"]  # re-export
-    assert "pipelines.dev.synthetic" not in graph["pipelines.ingest.sample.cli"]
+    synthetic = "pipelines.mirror.corpora.synthetic"
+    assert f"{synthetic}.build" in graph["pipelines.mirror.cli"]  # re-export
+    assert synthetic not in graph["pipelines.mirror.cli"]
     planted = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert cycles(planted) == [["a", "b", "c"]]
 
 
-#: A small tree of the project's shape with wrong imports planted in it (and right ones
-#: beside them, which must not be reported).
+#: A small tree of the project's shape with one wrong import of each kind planted in it
+#: (and right ones beside them, which must not be reported).
 PLANTED = {
     "pipelines/__init__.py": "",
-    "pipelines/cli.py": "from pipelines.dev import tools\nfrom pipelines.train import loop\n",
+    # the root -> a stage (right); -> flows (wrong)
+    "pipelines/cli.py": "from pipelines.train import loop\nfrom flows.report import render\n",
     "pipelines/common/__init__.py": "",
-    # common -> a stage
-    "pipelines/common/io.py": "def read():\n    from pipelines.train.loop import fit\n",
+    # the kernel -> a wing above it
+    "pipelines/common/io.py": "def read():\n    from pipelines.retrieval.store import rows\n",
+    "pipelines/mathtext/__init__.py": "",
+    # a wing -> a later wing (under TYPE_CHECKING: still an import of the design)
+    "pipelines/mathtext/names.py": (
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+        "    from pipelines.registry.records import Record\n"
+    ),
+    "pipelines/retrieval/__init__.py": "",
+    # a wing -> an earlier wing and the kernel (right)
+    "pipelines/retrieval/store.py": (
+        "from pipelines.mathtext import names\nimport pipelines.common.io\n"
+    ),
+    "pipelines/registry/__init__.py": "",
+    # a wing -> a stage
+    "pipelines/registry/records.py": "def fit():\n    from pipelines.train.loop import fit\n",
     # the stage's __init__ re-exports a name of its scoring module, under another name
     "pipelines/evaluate/__init__.py": "from .scoring import score as score_queries\n",
     "pipelines/evaluate/scoring.py": "from pipelines.common.io import read\ndef score(): ...\n",
@@ -381,19 +365,29 @@ PLANTED = {
     # allowed: promote scores with evaluate's public scoring
     "pipelines/promote/__init__.py": "",
     "pipelines/promote/scoring.py": "from pipelines.evaluate import scoring\n",
-    "pipelines/dev/__init__.py": "",
-    "pipelines/dev/tools.py": "from pipelines.evaluate.scoring import score\n",
-    "flows/report.py": "def render_report(): ...\n",
-    "flows/services.py": "from flows import pools\n",
+    # ingest -> the mirror's server (allowed); -> the mirror's layout (not)
+    "pipelines/ingest/__init__.py": "",
+    "pipelines/ingest/stage.py": (
+        "from pipelines.mirror.server import serving\nfrom pipelines.mirror import layout\n"
+    ),
+    "pipelines/mirror/__init__.py": "",
+    "pipelines/mirror/layout.py": "",
+    # promote's allowance is promote's: the mirror may not use it
+    "pipelines/mirror/server.py": "from pipelines.evaluate.scoring import score\n",
     "flows/__init__.py": "",
-    "flows/pools.py": "",
-    # on the allow-list: stays quiet
-    "flows/cli.py": "from flows.report import render_report\n",
-    # flows -> dev, not on the allow-list; and an allowed target from a module not listed
-    "flows/nightly.py": "from pipelines.dev.tools import score\nfrom pipelines import train\n",
-    "flows/steps.py": "from flows.report import render_report\nimport pipelines.cli\n",
+    "flows/report.py": "def render(): ...\n",
+    # flows -> a stage (right); -> the tooling (wrong)
+    "flows/nightly.py": "from pipelines import train\nfrom tooling.imports import REPO\n",
+    # flows -> its own modules (right); -> the root of pipelines/ (wrong)
+    "flows/steps.py": "from flows.report import render\nimport pipelines.cli\n",
+    "tooling/__init__.py": "",
+    # the tooling -> the kernel (right); -> a stage (wrong)
+    "tooling/imports.py": "from pipelines.common import io\nfrom pipelines.train import plain\n",
     "mathembed/__init__.py": "",
-    "mathembed/cli.py": "from flows import cli\nfrom pipelines import cli as pipelines_cli\n",
+    # the root command line -> both command sets (right); -> the tooling (wrong)
+    "mathembed/cli.py": (
+        "from flows import steps\nfrom pipelines import cli\nimport tooling.imports\n"
+    ),
 }
 
 
@@ -409,25 +403,28 @@ def test_planted_wrong_imports_are_each_reported_by_importer_and_module(tmp_path
 
     reported = unexplained(forbidden_imports(graph, code.packages), code.packages)
     assert [str(arrow) for arrow in reported] == [
-        "flows.nightly -> pipelines.dev.tools",
+        "flows.nightly -> tooling.imports",
         "flows.steps -> pipelines.cli",
-        "flows.steps -> flows.report",
-        "pipelines.common.io -> pipelines.train.loop",
-        "flows.services -> flows.pools",
+        "mathembed.cli -> tooling.imports",
+        "pipelines.cli -> flows.report",
+        "pipelines.common.io -> pipelines.retrieval.store",
+        "pipelines.ingest.stage -> pipelines.mirror.layout",
+        "pipelines.mathtext.names -> pipelines.registry.records",
+        "pipelines.mirror.server -> pipelines.evaluate.scoring",
+        "pipelines.registry.records -> pipelines.train.loop",
         "pipelines.train.loop -> pipelines.evaluate.scoring",
         "pipelines.train.plain -> pipelines.evaluate",
+        "tooling.imports -> pipelines.train.plain",
     ]
 
 
 def test_an_allow_list_entry_the_code_no_longer_needs_is_reported() -> None:
-    packages = {"pipelines.promote", "pipelines.evaluate", "pipelines.dev", "pipelines.ingest"}
+    packages = {"pipelines.promote", "pipelines.evaluate", "pipelines.ingest", "pipelines.mirror"}
     arrows = [
-        Arrow(importer, target)
-        for importer, targets in UNTIL_RENOVATED.items()
+        Arrow(f"pipelines.{part}.module", target)
+        for part, targets in ALLOWED.items()
         for target in targets
     ]
-    arrows += [Arrow("pipelines.promote.scoring", target) for target in ALLOWED["promote"]]
     assert unused_entries(arrows, packages) == []
-    moved = [arrow for arrow in arrows if arrow.importer != "flows.nightly"]
-    assert unused_entries(moved, packages) == ["flows.nightly -> flows.report"]
-    assert unused_entries(arrows[1:], packages) == [str(arrows[0])]
+    first, *others = arrows
+    assert unused_entries(others, packages) == [f"ingest -> {first.imported}"]
