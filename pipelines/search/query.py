@@ -6,12 +6,18 @@ run) with their papers' titles and links (:mod:`pipelines.search.links`). The mo
 persistent passage index and the ranking live in :mod:`pipelines.search.engine`; this
 module holds what the one-shot command, the service and the tests share: the checks on a
 request, the hit, the corpus and how hits are printed.
+
+A hit is shown as the statement its passage holds (:mod:`pipelines.search.headings`):
+its kind, name and heading ("Lemma (snake lemma)", "From the proof of Lemma (snake
+lemma)"; the section title for prose), its section, its slogan, a link to the statement
+itself and a snippet cut where a reader can stop (:mod:`pipelines.search.snippets`).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,17 +26,22 @@ import pandas as pd
 from pipelines.common import io
 from pipelines.common.paths import Paths
 from pipelines.common.tables import TABLES
-from pipelines.search.links import paper_links
+from pipelines.search import headings
+from pipelines.search.links import paper_links, read_tags, statement_link
+from pipelines.search.snippets import ELLIPSIS, Snippet, formula_spans, snippet
 from pipelines.search.statements import StatementRef, statements_by_passage
 
 #: The most passages one request may ask for (the page and the API alike).
 MAX_K = 100
+#: How much of a passage the CLI shows.
+CLI_SNIPPET_CHARS = 400
 
 
 @dataclass(frozen=True)
 class Hit:
     """One ranked passage; ``score`` is its ranking's: the cosine between query and passage
-    (dense) or the reciprocal-rank fusion score (hybrid)."""
+    (dense) or the reciprocal-rank fusion score (hybrid). What a reader sees of it (kind,
+    name, heading, slogan, link, snippet) is worked out from the statements it holds."""
 
     chunk_id: str
     paper_id: str
@@ -40,13 +51,64 @@ class Hit:
     url: str | None = None
     #: The statements the passage holds (or holds part of), in the paper's order.
     statements: tuple[StatementRef, ...] = ()
+    #: The title of the section the passage is in ("" when unknown).
+    section: str = ""
+
+    @property
+    def statement(self) -> StatementRef | None:
+        """The statement the hit is shown as (``None``: prose)."""
+        return headings.primary_statement(self.statements)
+
+    @property
+    def kind(self) -> str:
+        """The statement's kind ("lemma"); "proof" when only its proof; "text" for prose."""
+        return headings.hit_kind(self.statement)
+
+    @property
+    def name(self) -> str:
+        """The statement's name, bracketed or made from its label; "" when none."""
+        statement = self.statement
+        return headings.statement_name(statement).text if statement is not None else ""
+
+    @property
+    def heading(self) -> str:
+        """ "Lemma (snake lemma)", "From the proof of Lemma (snake lemma)", or the section."""
+        return headings.hit_heading(self.statement, self.section)
+
+    @property
+    def slogan(self) -> str:
+        statement = self.statement
+        return statement.slogan if statement is not None else ""
+
+    @property
+    def link(self) -> str | None:
+        """The statement's own page (its Stacks tag, ...), else the paper's link."""
+        statement = self.statement
+        if statement is not None and statement.link is not None:
+            return statement.link
+        return self.url
+
+    def snippet(self, max_chars: int | None) -> Snippet:
+        """The passage from where its statement (or proof) starts, cut safely
+        (:func:`pipelines.search.snippets.snippet`); "…" first when it starts mid-way."""
+        return snippet(passage_start(self.text, self.statement), max_chars)
 
     def as_json(self, rank: int, *, max_chars: int | None = None) -> dict[str, Any]:
+        shown = self.snippet(max_chars)
+        statement = self.statement
         return {
             "rank": rank,
             **asdict(self),
             "text": trimmed(self.text, max_chars),
             "statements": [statement.as_json() for statement in self.statements],
+            "kind": self.kind,
+            "name": self.name,
+            "name_derived": statement is not None and headings.statement_name(statement).derived,
+            "heading": self.heading,
+            "slogan": self.slogan,
+            "link": self.link,
+            "snippet": shown.text,
+            "blocks": [block.as_json() for block in shown.blocks],
         }
 
 
@@ -59,19 +121,27 @@ class Corpus:
     titles: dict[str, str]
     urls: dict[str, str | None]
     statements: Mapping[str, tuple[StatementRef, ...]] = field(default_factory=dict)
+    #: The Stacks Project's tags, full label -> tag (:func:`pipelines.search.links.read_tags`).
+    tags: Mapping[str, str] = field(default_factory=dict)
 
     def hit(self, row: int, score: float) -> Hit:
         chunk = self.chunks.iloc[row]
         paper_id = str(chunk["paper_id"])
         chunk_id = str(chunk["chunk_id"])
+        url = self.urls.get(paper_id)
+        section = chunk["section"] if "section" in chunk.index else ""
         return Hit(
             chunk_id=chunk_id,
             paper_id=paper_id,
             title=self.titles.get(paper_id, ""),
             score=float(score),
             text=str(chunk["text"]),
-            url=self.urls.get(paper_id),
-            statements=self.statements.get(chunk_id, ()),
+            url=url,
+            statements=tuple(
+                replace(ref, link=statement_link(ref.label, url, self.tags))
+                for ref in self.statements.get(chunk_id, ())
+            ),
+            section=str(section) if isinstance(section, str) else "",
         )
 
 
@@ -97,7 +167,7 @@ def corpus_dir(paths: Paths) -> Path:
 
 
 def read_corpus(paths: Paths) -> Corpus:
-    """The passages, titles, links and statements."""
+    """The passages, titles, links, statements and the Stacks tags."""
     folder = corpus_dir(paths)
     chunks_path = folder / TABLES["chunks"].file_name
     papers_path = folder / TABLES["papers"].file_name
@@ -123,23 +193,56 @@ def read_corpus(paths: Paths) -> Corpus:
         if statements_path.is_file()
         else {}
     )
-    return Corpus(chunks.reset_index(drop=True), titles, urls, statements)
+    return Corpus(chunks.reset_index(drop=True), titles, urls, statements, read_tags(paths.root))
+
+
+def passage_start(text: str, statement: StatementRef | None) -> str:
+    """``text`` (one line) from where the passage's statement, or the proof it holds, starts;
+    from the top without its kind heading ("Lemma." that prepare writes) when that start is
+    not in it, after "…" when the passage goes on with a statement begun before it."""
+    flat = " ".join(text.split())
+    if statement is None:
+        return flat
+    if statement.opening:
+        found = flat.find(statement.opening)
+        if found >= 0:
+            return flat[found:]
+    kind_heading = re.match(
+        rf"{re.escape(headings.kind_title(statement.kind))}(?: \([^)]*\))?\. ", flat
+    )
+    if kind_heading is not None:
+        return flat[kind_heading.end() :]
+    return ELLIPSIS + " " + flat if statement.holds != "start" else flat
 
 
 def trimmed(text: str, max_chars: int | None) -> str:
-    """``text`` on one line, cut to ``max_chars`` with an ellipsis (``None``: whole)."""
+    """``text`` on one line, cut to ``max_chars`` with an ellipsis, never inside a formula
+    (``None``: whole)."""
     flat = " ".join(text.split())
     if max_chars is None or len(flat) <= max_chars:
         return flat
-    return flat[: max_chars - 1] + "…"
+    pieces = formula_spans(flat)
+    room = max_chars - len(ELLIPSIS)
+    cut = room
+    for start, end in pieces:
+        if start < room < end:
+            cut = start
+            break
+    return flat[:cut].rstrip() + ELLIPSIS
 
 
-def format_hits(hits: list[Hit], *, width: int = 160) -> str:
-    """Hits as the CLI prints them: rank, score, paper id, title, link, passage start."""
+def format_hits(hits: list[Hit], *, width: int = CLI_SNIPPET_CHARS) -> str:
+    """Hits as the CLI prints them: rank, score and heading; the link; the paper, section
+    and passage id; the slogan; then the snippet (``width`` characters at most)."""
     lines = []
     for rank, hit in enumerate(hits, 1):
-        lines.append(f"{rank:>2}. {hit.score:.4f}  {hit.paper_id}  {hit.title}")
-        if hit.url:
-            lines.append(f"    {hit.url}")
-        lines.append(f"    [{hit.chunk_id}] {trimmed(hit.text, width)}")
+        lines.append(f"{rank:>2}. {hit.score:.4f}  {hit.heading}")
+        if hit.link:
+            lines.append(f"    {hit.link}")
+        section = hit.section if hit.heading != hit.section else ""  # prose: in the heading
+        where = (hit.title or hit.paper_id, section, f"[{hit.chunk_id}]")
+        lines.append("    " + " · ".join(part for part in where if part))
+        if hit.slogan:
+            lines.append(f"    Slogan: {hit.slogan}")
+        lines.append(f"    {hit.snippet(width).text}")
     return "\n".join(lines)

@@ -1,5 +1,6 @@
-"""Which statements a passage holds, so a hit can say what it is part of ("Lemma (Yoneda
-lemma)", :func:`pipelines.search.page.statement_heading`) above its text.
+"""Which statements a passage holds, and what of each (its start, the rest of its text,
+its proof), so a hit can say what it is ("Lemma (Yoneda lemma)", "From the proof of Lemma
+(snake lemma)": :mod:`pipelines.search.headings`) above its text.
 
 Prepare cuts a paper's statements and its passages from one text but records no link
 between them; :class:`~pipelines.mathtext.passages.PassageFinder` finds where each statement
@@ -11,26 +12,41 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
 
 import pandas as pd
 
-from pipelines.mathtext.passages import PassageFinder
+from pipelines.mathtext.passages import PROBE_CHARS, PassageFinder
 
 #: The statements table's columns a hit shows.
 COLUMNS = ("statement_id", "paper_id", "kind", "name", "label", "text")
+#: Columns it shows when the table has them (tables written before them lack them).
+OPTIONAL_COLUMNS = ("proof", "slogan")
+
+#: What of a statement a passage holds: its start, a later part of its text, or (of all it
+#: says) only its proof.
+Holds = Literal["start", "rest", "proof"]
 
 
 @dataclass(frozen=True)
 class StatementRef:
     """A statement as a hit names it: its kind ("lemma"), its name ("Yoneda lemma"; often
-    "") and its LaTeX label ("lemma-yoneda"; "" when it has none)."""
+    "") and its LaTeX label ("lemma-yoneda"; "" when it has none); what of it the passage
+    holds; its slogan (a one-line summary some Stacks results carry; often ""); the
+    opening words of what the passage holds of it (its text or its proof, whitespace
+    flattened), so a snippet can start there; and where it can be read (``None``: nowhere
+    known; :func:`pipelines.search.links.statement_link` fills it in). Refs compare as the
+    statement they name: what of it a passage holds, and how it is shown, make it no other."""
 
     statement_id: str
     kind: str
     name: str
     label: str
+    holds: Holds = field(default="start", compare=False)
+    slogan: str = field(default="", compare=False)
+    opening: str = field(default="", compare=False)
+    link: str | None = field(default=None, compare=False)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -38,6 +54,9 @@ class StatementRef:
             "kind": self.kind,
             "name": self.name,
             "label": self.label,
+            "holds": self.holds,
+            "slogan": self.slogan,
+            "link": self.link,
         }
 
 
@@ -66,18 +85,17 @@ class PassageStatements(Mapping[str, tuple[StatementRef, ...]]):
         ):
             self._passages[paper_id].append((chunk_id, text))
             self._paper_of[chunk_id] = paper_id
-        proofs = (
-            statements["proof"]
-            if "proof" in statements.columns
-            else pd.Series("", statements.index)
+        optional = (
+            statements[column] if column in statements.columns else pd.Series("", statements.index)
+            for column in OPTIONAL_COLUMNS
         )
         self._statements: dict[str, list[tuple[StatementRef, str, str]]] = defaultdict(list)
-        for statement_id, paper_id, kind, name, label, text, proof in zip(
+        for statement_id, paper_id, kind, name, label, text, proof, slogan in zip(
             *(statements[column].fillna("").astype(str) for column in COLUMNS),
-            proofs.fillna("").astype(str),
+            *(column.fillna("").astype(str) for column in optional),
             strict=True,
         ):
-            ref = StatementRef(statement_id, kind, name, label)
+            ref = StatementRef(statement_id, kind, name, label, slogan=slogan)
             self._statements[paper_id].append((ref, text, proof))
         self._held: dict[str, dict[str, tuple[StatementRef, ...]]] = {}
 
@@ -88,9 +106,15 @@ class PassageStatements(Mapping[str, tuple[StatementRef, ...]]):
             found: dict[str, list[StatementRef]] = defaultdict(list)
             for ref, text, proof in self._statements.get(paper_id, ()):
                 # A passage that only goes on with a statement's proof belongs to it too.
-                spans = finder.span(text) + (finder.span(proof) if proof else ())
-                for chunk_id in dict.fromkeys(spans):
-                    found[chunk_id].append(ref)
+                spanned = finder.span(text)
+                parts: dict[str, StatementRef] = {}
+                for chunk_id in spanned:
+                    holds: Holds = "start" if chunk_id == spanned[0] else "rest"
+                    parts[chunk_id] = replace(ref, holds=holds, opening=_opening(text))
+                for chunk_id in finder.span(proof) if proof else ():
+                    parts.setdefault(chunk_id, replace(ref, holds="proof", opening=_opening(proof)))
+                for chunk_id, part in parts.items():
+                    found[chunk_id].append(part)
             held = {chunk_id: tuple(refs) for chunk_id, refs in found.items()}
             self._held[paper_id] = held  # two threads may both work it out: the same answer
         return held
@@ -114,3 +138,7 @@ def statements_by_passage(chunks: pd.DataFrame, statements: pd.DataFrame) -> Pas
     """The statements each passage holds (:class:`PassageStatements`); ``statements`` may
     lack the ``proof`` column, the others are required."""
     return PassageStatements(chunks, statements)
+
+
+def _opening(text: str) -> str:
+    return " ".join(text.split())[:PROBE_CHARS]
