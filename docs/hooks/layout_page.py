@@ -1,7 +1,7 @@
 """The package tree of the layout page, generated from the code: every module of
-``pipelines/``, ``flows/`` and ``mathembed/`` with its line count and the first sentence of
-its docstring, so the page lists what is there now, not what was there when someone wrote
-it down."""
+``pipelines/``, ``flows/``, ``tooling/`` and ``mathembed/`` with its line count and the first
+sentence of its docstring, so the page lists what is there now, not what was there when
+someone wrote it down."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def _package_lines(folder: Path, depth: int) -> list[str]:
 
 
 def package_tree(
-    repo: Path, packages: tuple[str, ...] = ("pipelines", "flows", "mathembed")
+    repo: Path, packages: tuple[str, ...] = ("pipelines", "flows", "tooling", "mathembed")
 ) -> str:
     """A nested Markdown list of ``packages`` under ``repo``."""
     lines: list[str] = []
