@@ -91,6 +91,9 @@ PAPERS_SCHEMA = pa.schema(
         ("url", pa.string()),
     ]
 )
+#: The link of a paper from arXiv in ``papers.url``: its abstract page, unversioned (the
+#: latest); ingest writes it, search knows an arXiv paper by it.
+ARXIV_ABS = "https://arxiv.org/abs/"
 CHUNKS_SCHEMA = pa.schema(
     [
         ("chunk_id", pa.string()),

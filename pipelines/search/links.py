@@ -22,7 +22,7 @@ from urllib.parse import quote
 
 import pandas as pd
 
-from pipelines.ingest.arxiv.atom import ARXIV_ABS
+from pipelines.common.tables import ARXIV_ABS
 
 #: The Stacks Project's tags file, relative to the project root (its README says whence).
 STACKS_TAGS_FILE = Path("corpora") / "stacks-project" / "tags"

@@ -16,6 +16,8 @@ from datetime import UTC, datetime
 from typing import NoReturn
 from xml.parsers import expat
 
+from pipelines.common.tables import ARXIV_ABS
+
 ATOM = "{http://www.w3.org/2005/Atom}"
 OPENSEARCH = "{http://a9.com/-/spec/opensearch/1.1/}"
 ARXIV = "{http://arxiv.org/schemas/atom}"
@@ -28,8 +30,6 @@ _ENTRY_ID = re.compile(
     r"v(?P<version>\d+)"
 )
 _CATEGORY = re.compile(r"[a-z][a-z-]*(?:\.[A-Za-z][A-Za-z-]*)?")
-#: Where a reader finds a paper on arXiv: its abstract page, unversioned (the latest).
-ARXIV_ABS = "https://arxiv.org/abs/"
 _WITHDRAWN = re.compile(r"\bwithdrawn\b", re.IGNORECASE)
 _WHITESPACE = re.compile(r"\s+")
 

@@ -78,8 +78,13 @@ def entries(folder: Path) -> list[dict[str, object]]:
 
 def test_the_corpus_folder_holds_the_chosen_chapters_with_licence_and_origin() -> None:
     names = {path.name for path in CORPUS.iterdir()}
-    assert names == CHAPTERS | {PREAMBLE, "COPYING", "CONTRIBUTORS", "README.md"}
+    assert names == CHAPTERS | {PREAMBLE, "COPYING", "CONTRIBUTORS", "README.md", "tags"}
     assert set(corpus_chapters(CORPUS)) == CHAPTERS
+    # the book's tags of these chapters' results (search links a statement to its page)
+    lines = (CORPUS / "tags").read_text(encoding="utf-8").splitlines()
+    labels = [line.split(",", 1)[1] for line in lines if not line.startswith("#")]
+    prefixes = tuple(f"{chapter.removesuffix('.tex')}-" for chapter in CHAPTERS)
+    assert labels and all(label.startswith(prefixes) for label in labels)
     assert "GNU Free Documentation License" in (CORPUS / "COPYING").read_text(encoding="utf-8")
     assert "Version 1.2" in (CORPUS / "COPYING").read_text(encoding="utf-8")
     readme = (CORPUS / "README.md").read_text(encoding="utf-8")
@@ -94,8 +99,12 @@ def test_the_corpus_folder_holds_the_chosen_chapters_with_licence_and_origin() -
 )
 def test_the_copied_files_are_unchanged_byte_for_byte() -> None:
     for path in CORPUS.iterdir():
-        if path.name != "README.md":  # our note of origin
+        if path.name not in ("README.md", "tags"):  # our note of origin; a subset, below
             assert path.read_bytes() == (SHARED_CORPUS / path.name).read_bytes(), path.name
+    # the book's tags file, cut to these chapters' lines: each line as the book has it
+    book = (SHARED_CORPUS / "tags").read_text(encoding="utf-8").splitlines()
+    kept = (CORPUS / "tags").read_text(encoding="utf-8").splitlines()
+    assert set(kept) <= set(book)
 
 
 # -- pure parts -----------------------------------------------------------------------
