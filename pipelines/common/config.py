@@ -331,6 +331,11 @@ class EvaluateParams(_Section):
     cache: Bool = FROM_PARAMS_YAML
 
 
+#: How search orders passages (pipelines/retrieval/lexical.py): by the model's cosine alone,
+#: fused with BM25's ranking, or fused with BM25 weighted by the query's shape.
+Ranking = Literal["dense", "hybrid", "adaptive"]
+
+
 @_config_errors
 @pydantic_dataclass(frozen=True, config=SECTION_CONFIG)
 class SearchParams(_Section):
@@ -345,6 +350,12 @@ class SearchParams(_Section):
     # in this process) or "qdrant" (a Qdrant server at engine_url, infra/, at any size).
     engine: Literal["embedded", "qdrant"] = FROM_PARAMS_YAML
     engine_url: Annotated[Str, HttpUrl()] = FROM_PARAMS_YAML
+    # How hits are ordered unless a request says otherwise (--ranking, ranking=); chosen by
+    # benchmarks/bench_search_quality.py. A hit's score is the cosine whichever orders.
+    ranking: Ranking = FROM_PARAMS_YAML
+    # The best passage's cosine below which a search says there is no close match in the
+    # corpus: the model's scale, calibrated by benchmarks/bench_search_quality.py.
+    miss_threshold: Annotated[Float, Range(-1, 1)] = FROM_PARAMS_YAML
 
 
 @_config_errors

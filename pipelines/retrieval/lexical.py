@@ -1,11 +1,15 @@
 """Lexical ranking (BM25, ``bm25s``) and its fusion with the model's ranking.
 
-Hybrid search ranks a query both ways, by the model's cosine and by BM25 over the passages'
-words, and fuses the two lists by reciprocal rank (:func:`fuse`): a passage's fused score is
-``sum 1 / (RRF_K + rank)`` over the lists it appears in, so one that both rankings place high
-comes first, and neither list's score scale matters. It is what the service does by default
-because it wins on the real eval set (``benchmarks/bench_hybrid.py`` ->
-``benchmarks/results/hybrid.json``); the evaluate and promote stages score the model alone.
+Search ranks a query one of three ways (:data:`Ranking`, :func:`order`): ``dense``, by the
+model's cosine alone; ``hybrid``, the model's list and BM25's over the passages' words fused by
+reciprocal rank (:func:`fuse`: a passage's fused score is ``sum w / (RRF_K + rank)`` over the
+lists it appears in, so one that both rankings place high comes first, and neither list's
+score scale matters); ``adaptive``, the same fusion with BM25's weight set by the query's
+shape (:func:`lexical_weight`: full for a few words, a name; low for a sentence, whose words a
+passage rarely repeats). Whichever orders, a hit's score is the model's cosine: fusion only
+orders. The service's default is params.yaml ``search.ranking``, chosen by
+``benchmarks/bench_search_quality.py`` (``benchmarks/results/search_quality.md``); the
+evaluate and promote stages score the model alone.
 
 The corpus's BM25 index is saved where :attr:`Paths.lexical_index
 <pipelines.common.paths.Paths.lexical_index>` says (``data/embeddings/bm25/``) by evaluate,
@@ -29,7 +33,9 @@ import shutil
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, get_args
+
+from pipelines.common.config import Ranking
 
 log = logging.getLogger(__name__)
 
@@ -39,10 +45,15 @@ RRF_K = 60
 #: How deep each ranking goes before fusion (and at least ``k``).
 FUSION_DEPTH = 100
 
-Ranking = Literal["hybrid", "dense"]
 RANKINGS: tuple[Ranking, ...] = get_args(Ranking)
-#: The service's default: hybrid won on the real eval set (see the module docstring).
-DEFAULT_RANKING: Ranking = "hybrid"
+#: A query of at most this many BM25 words (stop words out) is a name ("snake lemma",
+#: "fundamental theorem of Galois theory"); a longer one is a sentence.
+NAME_WORDS = 4
+#: BM25's weight beside the model's (weight 1) in ``adaptive`` fusion: a name's words are
+#: the passage's words; a sentence's are the asker's own. Set before the question set was
+#: measured (the benchmark shows its neighbours), not tuned on it.
+NAME_LEXICAL_WEIGHT = 1.0
+SENTENCE_LEXICAL_WEIGHT = 0.25
 
 #: How a text becomes BM25 words (bm25s.tokenize's arguments): lower-cased, runs of two or
 #: more word characters, English stop words out. Part of a saved index's key.
@@ -263,14 +274,50 @@ def open_lexical_index(root: Path, texts: Sequence[str]) -> LexicalIndex:
     return index
 
 
-def fuse(rankings: Sequence[Sequence[int]], limit: int) -> tuple[list[int], list[float]]:
-    """Reciprocal-rank fusion of ranked row lists: the best ``limit`` rows and their fused
-    scores, best first; ties go to the row ranked higher in the first list, then by row."""
+def fuse(
+    rankings: Sequence[Sequence[int]], limit: int, weights: Sequence[float] | None = None
+) -> tuple[list[int], list[float]]:
+    """Reciprocal-rank fusion of ranked row lists, each weighted (default: all 1): the best
+    ``limit`` rows and their fused scores, best first; ties go to the row ranked higher in
+    the first list, then by row."""
+    weights = [1.0] * len(rankings) if weights is None else list(weights)
+    if len(weights) != len(rankings):
+        raise ValueError(f"{len(rankings)} rankings but {len(weights)} weights")
     fused: dict[int, float] = {}
-    for ranking in rankings:
+    for ranking, weight in zip(rankings, weights, strict=True):
         for rank, row in enumerate(ranking, 1):
-            fused[row] = fused.get(row, 0.0) + 1.0 / (RRF_K + rank)
+            fused[row] = fused.get(row, 0.0) + weight / (RRF_K + rank)
     first = {row: rank for rank, row in enumerate(rankings[0])} if rankings else {}
     order = sorted(fused, key=lambda row: (-fused[row], first.get(row, len(first)), row))
     best = order[:limit]
     return best, [fused[row] for row in best]
+
+
+def query_words(query: str) -> int:
+    """How many BM25 words ``query`` has (:data:`TOKENIZER`: stop words out)."""
+    return len(tokenize([query])[0])
+
+
+def lexical_weight(ranking: Ranking, query: str) -> float:
+    """BM25's weight beside the model's when ``ranking`` orders ``query``: 0 (``dense``),
+    1 (``hybrid``), by the query's shape (``adaptive``: :data:`NAME_WORDS`)."""
+    if ranking == "dense":
+        return 0.0
+    if ranking == "hybrid":
+        return 1.0
+    return NAME_LEXICAL_WEIGHT if query_words(query) <= NAME_WORDS else SENTENCE_LEXICAL_WEIGHT
+
+
+def order(
+    ranking: Ranking,
+    query: str,
+    dense: Sequence[int],
+    lexical: Sequence[int],
+    limit: int,
+) -> list[int]:
+    """The best ``limit`` rows for ``query`` under ``ranking``, given the model's ranked rows
+    (``dense``) and BM25's (``lexical``), each at least ``limit`` deep where it can be."""
+    weight = lexical_weight(ranking, query)
+    if weight == 0.0 or not lexical:
+        return list(dense[:limit])
+    return fuse([dense, lexical], limit, [1.0, weight])[0]

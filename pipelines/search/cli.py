@@ -19,7 +19,6 @@ from pipelines.common.cli import (
     log_progress,
     params_path,
 )
-from pipelines.retrieval.lexical import DEFAULT_RANKING
 
 if TYPE_CHECKING:
     from pipelines.search.engine import SearchEngine
@@ -36,11 +35,13 @@ VersionOption = Annotated[
     typer.Option("--version", help="Model version number instead of an alias, e.g. 3."),
 ]
 RankingOption = Annotated[
-    str,
+    str | None,
     typer.Option(
         "--ranking",
-        help="hybrid: the model's ranking fused with BM25's (reciprocal rank; it wins on "
-        "the eval set); dense: the model's alone.",
+        help="How hits are ordered (default: params.yaml search.ranking): dense, the "
+        "model's cosine alone; hybrid, fused with BM25's ranking (reciprocal rank); "
+        "adaptive, fused with BM25 weighted by the query's shape (a name or a sentence). "
+        "Scores are cosines either way.",
     ),
 ]
 
@@ -50,7 +51,7 @@ def search(
     k: Annotated[int, typer.Option("-k", help="How many passages (1-100).")] = 10,
     alias: AliasOption = None,
     version: VersionOption = None,
-    ranking: RankingOption = DEFAULT_RANKING,
+    ranking: RankingOption = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print JSON (query, model, ranking, took_ms, hits).")
     ] = False,
@@ -71,13 +72,16 @@ def search(
         if as_json:
             typer.echo(json.dumps(engine.answer(query, k), ensure_ascii=False, indent=2))
         else:
-            typer.echo(format_hits(engine.search(query, k)))
+            results = engine.results(query, k)
+            if results.note:
+                typer.echo(results.note)  # above the hits: the corpus may not hold the answer
+            typer.echo(format_hits(results.hits))
 
 
 def serve_search(
     alias: AliasOption = None,
     version: VersionOption = None,
-    ranking: RankingOption = DEFAULT_RANKING,
+    ranking: RankingOption = None,
     host: Annotated[
         str,
         typer.Option(
@@ -128,7 +132,7 @@ def _bad_input() -> tuple[type[BaseException], ...]:
 
 
 def _open(
-    params: Path, root: Path, alias: str | None, version: str | None, ranking: str
+    params: Path, root: Path, alias: str | None, version: str | None, ranking: str | None
 ) -> SearchEngine:
     """The engine for the asked-for model over the corpus, its papers linked as ingest
     recorded them."""

@@ -9,7 +9,12 @@ below ``search.ann_threshold`` passages, approximate above); loads the BM25 inde
 same passages that evaluate saved (:mod:`pipelines.retrieval.lexical`; built and saved when
 none matches them); and warms the model up with one query.
 :meth:`SearchEngine.search` then costs one short encode, one index lookup (a matrix-vector
-product when exact) and, when hybrid, one BM25 scoring and a reciprocal-rank fusion.
+product when exact) and, when fused (``hybrid``, ``adaptive``), one BM25 scoring and a
+reciprocal-rank fusion (:func:`pipelines.retrieval.lexical.order`). Every hit's score is the
+cosine between query and passage, whichever ranking ordered it: a number a person can read.
+:meth:`SearchEngine.answer` says beside the hits whether the corpus holds a close match: not
+when the best passage's cosine is below ``search.miss_threshold`` (calibrated by
+``benchmarks/bench_search_quality.py``).
 :func:`search` is the one-shot form: open, answer one query.
 """
 
@@ -17,13 +22,14 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
-from pipelines.common.config import PromoteParams, SearchParams
+from pipelines.common.config import PromoteParams, Ranking, SearchParams
 from pipelines.common.paths import Paths
 from pipelines.common.redact import redact
 from pipelines.registry.mlflow_registry import (
@@ -35,18 +41,17 @@ from pipelines.registry.mlflow_registry import (
     load_registered_model,
     version_fingerprint,
 )
-from pipelines.retrieval.embeddings import TextEncoder, embed_texts
+from pipelines.retrieval.embeddings import TextEncoder, embed_texts, matryoshka
 from pipelines.retrieval.lexical import (
-    DEFAULT_RANKING,
     FUSION_DEPTH,
     LexicalIndex,
-    Ranking,
     check_ranking,
-    fuse,
+    lexical_weight,
     open_lexical_index,
+    order,
 )
-from pipelines.retrieval.vector_store import open_store
-from pipelines.search.index import SearchIndex, open_search_index
+from pipelines.retrieval.vector_store import EmbeddingStore, embed_stored, open_store
+from pipelines.search.index import PassageIndex, SearchIndex, open_search_index
 from pipelines.search.query import Corpus, Hit, check_request, read_corpus
 
 if TYPE_CHECKING:
@@ -54,6 +59,9 @@ if TYPE_CHECKING:
 
 #: Texts per encode batch when passages are embedded.
 BATCH_SIZE = 64
+
+#: Corpus rows -> their passages' unit vectors (row ``i`` of the answer is ``rows[i]``'s).
+PassageVectors = Callable[[Sequence[int]], npt.NDArray[np.float32]]
 
 
 @dataclass(frozen=True)
@@ -69,11 +77,34 @@ class ModelRef:
         return {"name": self.name, "version": self.version, "alias": self.alias}
 
 
+@dataclass(frozen=True)
+class Results:
+    """A search's hits, best first, and the best cosine of any passage (the model's first,
+    whichever ranking ordered the hits) against the threshold below which the corpus is
+    said to hold no close match."""
+
+    hits: list[Hit]
+    best_cosine: float
+    miss_threshold: float
+
+    @property
+    def no_close_match(self) -> bool:
+        return self.best_cosine < self.miss_threshold
+
+    @property
+    def note(self) -> str:
+        """What a search says beside the hits: ``""`` when the corpus holds a close match."""
+        return miss_note(self.best_cosine, self.miss_threshold) if self.no_close_match else ""
+
+
 class SearchEngine:
     """One model and its indexes of one corpus, in memory; safe to share between threads.
 
-    ``ranking`` is the default of :meth:`search`: ``hybrid`` (the model's ranking fused
-    with BM25's) or ``dense`` (the model's alone).
+    ``ranking`` is the default of :meth:`search` (:data:`~pipelines.common.config.Ranking`);
+    ``miss_threshold`` the best cosine below which :meth:`answer` says there is no close
+    match; ``passage_vectors`` gives the unit vectors of passages the model did not rank
+    among its best but BM25 brought into the hits, for their cosine (default: read from
+    ``index`` when it is exact).
     """
 
     def __init__(
@@ -83,14 +114,23 @@ class SearchEngine:
         corpus: Corpus,
         index: SearchIndex,
         lexical: LexicalIndex,
-        ranking: Ranking = DEFAULT_RANKING,
+        ranking: str,
+        *,
+        miss_threshold: float,
+        passage_vectors: PassageVectors | None = None,
     ) -> None:
         self.model = model
         self.ref = ref
         self.corpus = corpus
         self.index = index
         self.lexical = lexical
-        self.ranking = check_ranking(ranking)
+        self.ranking: Ranking = check_ranking(ranking)
+        self.miss_threshold = miss_threshold
+        if passage_vectors is None:
+            if not isinstance(index, PassageIndex):
+                raise ValueError("an approximate or remote index needs passage_vectors")
+            passage_vectors = index.vectors.__getitem__
+        self._passage_vectors = passage_vectors
         # One encode at a time: torch already uses every core for one query, and two
         # concurrent forward passes only slow each other down.
         self._encode_lock = threading.Lock()
@@ -100,35 +140,77 @@ class SearchEngine:
             return embed_texts(self.model, [query], batch_size=1, dim=None, normalize=True)
 
     def search(self, query: str, k: int, ranking: str | None = None) -> list[Hit]:
-        """The best ``k`` passages, best first; each hit's score is the ranking's own: the
-        cosine when dense, the reciprocal-rank fusion score when hybrid."""
+        """The best ``k`` passages, best first, ordered by ``ranking`` (default the
+        engine's); each hit's score is the cosine between query and passage."""
+        return self.results(query, k, ranking).hits
+
+    def results(self, query: str, k: int, ranking: str | None = None) -> Results:
+        """The hits of :meth:`search`, and whether the corpus holds a close match."""
         check_request(query, k)
         how = check_ranking(ranking or self.ranking)
         query_vector = self.encode_query(query)
-        if how == "dense":
-            rows, scores = self.index.top(query_vector, k)
-        else:
-            depth = max(k, FUSION_DEPTH)
-            dense_rows, _ = self.index.top(query_vector, depth)
-            lexical_rows, _ = self.lexical.top(query, depth)
-            rows, scores = fuse([dense_rows, lexical_rows], k)
-        return [self.corpus.hit(row, score) for row, score in zip(rows, scores, strict=True)]
+        fused = lexical_weight(how, query) > 0
+        depth = max(k, FUSION_DEPTH) if fused else k
+        dense_rows, dense_scores = self.index.top(query_vector, depth)
+        cosine = dict(zip(dense_rows, dense_scores, strict=True))
+        lexical_rows = self.lexical.top(query, depth)[0] if fused else []
+        rows = order(how, query, dense_rows, lexical_rows, k)
+        unscored = [row for row in rows if row not in cosine]
+        if unscored:  # BM25 brought them in from beyond the model's list
+            scores = self._passage_vectors(unscored) @ query_vector.reshape(-1)
+            cosine.update(zip(unscored, scores.tolist(), strict=True))
+        hits = [self.corpus.hit(row, cosine[row]) for row in rows]
+        best = dense_scores[0] if dense_scores else float("-inf")
+        return Results(hits, best, self.miss_threshold)
 
     def answer(
         self, query: str, k: int, *, ranking: str | None = None, max_chars: int | None = None
     ) -> dict[str, Any]:
-        """The JSON the API and ``search --json`` give: query, model, ranking, time, hits."""
+        """The JSON the API and ``search --json`` give: query, model, ranking, time, whether
+        the corpus holds a close match (``no_close_match``; ``note`` says why, ``""`` when
+        it does), hits."""
         how = ranking or self.ranking
         started = time.perf_counter()
-        hits = self.search(query, k, how)  # refuses an unknown ranking
+        results = self.results(query, k, how)  # refuses an unknown ranking
         took_ms = (time.perf_counter() - started) * 1000
         return {
             "query": query,
             "model": self.ref.as_json(),
             "ranking": how,
             "took_ms": round(took_ms, 2),
-            "hits": [hit.as_json(rank, max_chars=max_chars) for rank, hit in enumerate(hits, 1)],
+            "no_close_match": results.no_close_match,
+            "note": results.note,
+            "hits": [
+                hit.as_json(rank, max_chars=max_chars) for rank, hit in enumerate(results.hits, 1)
+            ],
         }
+
+
+def miss_note(best: float, threshold: float) -> str:
+    """What a search says when the corpus holds no close match."""
+    return (
+        f"No close match in this corpus: the best passage's similarity {best:.2f} is below "
+        f"{threshold:.2f}; the hits below are the nearest there are."
+    )
+
+
+def stored_vectors(
+    store: EmbeddingStore, model: TextEncoder, fingerprint: str, texts: Sequence[str]
+) -> PassageVectors:
+    """Passage unit vectors read from the embedding store (the index holds them in a form
+    it cannot give back: quantised, or on a server)."""
+
+    def vectors(rows: Sequence[int]) -> npt.NDArray[np.float32]:
+        found = embed_stored(
+            model,
+            [texts[row] for row in rows],
+            model_fingerprint=fingerprint,
+            store=store,
+            batch_size=BATCH_SIZE,
+        )
+        return matryoshka(found, None, normalize=True)
+
+    return vectors
 
 
 def resolve_version(
@@ -176,12 +258,13 @@ def open_engine(
     *,
     alias: str | None = None,
     version: str | None = None,
-    ranking: str = DEFAULT_RANKING,
+    ranking: str | None = None,
     search: SearchParams | None = None,
 ) -> SearchEngine:
-    """Load the asked-for version, open its indexes of the corpus, warm the model up."""
+    """Load the asked-for version, open its indexes of the corpus, warm the model up;
+    ``ranking`` ``None``: ``search.ranking``."""
     search = search or SearchParams()
-    ranking = check_ranking(ranking)  # a typo fails before the model loads
+    ranking = check_ranking(ranking or search.ranking)  # a typo fails before the model loads
     corpus = read_corpus(paths)  # no corpus: say so before loading
     registry = connect(paths, promote, create=False)
     where = redact(registry.uri) if registry is not None else str(paths.mlflow_store)
@@ -198,7 +281,18 @@ def open_engine(
         store, model, fingerprint, texts, params=search, batch_size=BATCH_SIZE
     )
     lexical = open_lexical_index(paths.lexical_index, texts)
-    engine = SearchEngine(model, ref, corpus, update.index, lexical, ranking)
+    engine = SearchEngine(
+        model,
+        ref,
+        corpus,
+        update.index,
+        lexical,
+        ranking,
+        miss_threshold=search.miss_threshold,
+        passage_vectors=None
+        if isinstance(update.index, PassageIndex)
+        else stored_vectors(store, model, fingerprint, texts),
+    )
     engine.encode_query("warm-up")  # the first forward pass allocates; users should not wait
     return engine
 
@@ -211,11 +305,12 @@ def search(
     *,
     alias: str | None = None,
     version: str | None = None,
-    ranking: str = DEFAULT_RANKING,
+    ranking: str | None = None,
+    search: SearchParams | None = None,
 ) -> list[Hit]:
     """The ``k`` passages most similar to ``query``, best first, under the ``alias`` (or
     ``version``; default ``@champion``) model: one model load, the stored vectors;
-    ``ranking`` ``hybrid`` (default) fuses the model's ranking with BM25's.
+    ``ranking`` orders them (default ``search.ranking``: :mod:`pipelines.retrieval.lexical`).
 
     Raises :class:`~pipelines.registry.mlflow_registry.NoChampionError` when the alias is unset,
     ``FileNotFoundError`` when there is no corpus, ``ValueError`` for a bad request.
@@ -227,5 +322,6 @@ def search(
         alias=alias,
         version=version,
         ranking=ranking,
+        search=search,
     )
     return engine.search(query, k)

@@ -74,7 +74,7 @@ def test_hybrid_finds_by_word_what_the_model_cannot_and_dense_is_the_model_alone
     # knows_2 tells only "prime" and "graph" apart: to it "lattice" is like every other word.
     assert world.promote(world.install_candidate(bow_models.knows_2)).promoted
     lattice = {"2401.00007v1#c0000", "2401.00007v1#c0001"}
-    hybrid = search("lattice", 2, world.paths, world.params.promote)
+    hybrid = search("lattice", 2, world.paths, world.params.promote, ranking="hybrid")
     assert {hit.chunk_id for hit in hybrid} == lattice
     dense = search("lattice", 2, world.paths, world.params.promote, ranking="dense")
     assert not lattice & {hit.chunk_id for hit in dense}
@@ -83,7 +83,9 @@ def test_hybrid_finds_by_word_what_the_model_cannot_and_dense_is_the_model_alone
     for ranking in ("hybrid", "dense"):
         hits = search("prime", 2, world.paths, world.params.promote, ranking=ranking)
         assert {hit.paper_id for hit in hits} == {"2401.00001"}
-    with pytest.raises(ValueError, match="ranking must be one of hybrid, dense, got 'bm25'"):
+    with pytest.raises(
+        ValueError, match="ranking must be one of dense, hybrid, adaptive, got 'bm25'"
+    ):
         search("prime", 2, world.paths, world.params.promote, ranking="bm25")
 
 
@@ -105,7 +107,7 @@ def test_search_loads_the_saved_bm25_index_and_a_changed_corpus_is_not_served_it
     chunks = pd.read_parquet(chunks_file)
     chunks.loc[len(chunks) - 1, "text"] = "zeta function"  # the last row: a tie ranks it last
     write_parquet(chunks_file, chunks)
-    hits = search("zeta", 1, world.paths, world.params.promote)
+    hits = search("zeta", 1, world.paths, world.params.promote, ranking="hybrid")
     assert hits[0].chunk_id == chunks["chunk_id"].iloc[-1]  # a stale index knows no "zeta"
     assert "built from other passages" in caplog.text
     assert list(world.paths.lexical_index.iterdir()) != saved  # the new corpus's replaced it
@@ -167,7 +169,7 @@ def test_alias_version_and_json_choose_the_model_and_the_output(
     assert by_default["hits"][0]["paper_id"] == "2401.00007"
     assert by_default["hits"][0]["url"] is None  # a sample id names no real arXiv paper
     assert by_default["query"] == "lattice" and by_default["took_ms"] >= 0
-    assert by_default["ranking"] == "hybrid"
+    assert by_default["ranking"] == "dense"  # params.yaml search.ranking
     dense = answer("--ranking", "dense")
     assert dense["ranking"] == "dense" and dense["hits"][0]["score"] == pytest.approx(
         LATTICE_COSINE
@@ -186,7 +188,7 @@ def test_alias_version_and_json_choose_the_model_and_the_output(
         (["--version", "9"], "math-embed has no version 9"),
         (["--version", "v1"], "--version must be a version number"),
         (["--alias", "previous"], "no @previous version of math-embed"),
-        (["--ranking", "lexical"], "ranking must be one of hybrid, dense, got 'lexical'"),
+        (["--ranking", "lexical"], "ranking must be one of dense, hybrid, adaptive, got 'lexical'"),
     ]:
         result = CliRunner().invoke(cli.app, ["search", "lattice", *options, *base])
         assert result.exit_code == 1, result.output

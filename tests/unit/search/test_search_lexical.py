@@ -91,7 +91,7 @@ def test_fusion_returns_each_row_once_best_first(
 
 @pytest.mark.parametrize("name", ["Dense", "bm25", "", "hybrid "])
 def test_an_unknown_ranking_is_refused_with_the_choices(name: str) -> None:
-    with pytest.raises(ValueError, match="ranking must be one of hybrid, dense"):
+    with pytest.raises(ValueError, match="ranking must be one of dense, hybrid, adaptive"):
         check_ranking(name)
     assert check_ranking("dense") == "dense"
 
