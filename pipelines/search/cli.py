@@ -1,10 +1,10 @@
-"""``mathembed search`` and ``mathembed serve-search``: a registered model ranks the corpus."""
+"""``mathembed search``, ``serve-search`` and ``mcp``: a registered model ranks the corpus."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
@@ -125,6 +125,82 @@ def serve_search(
         serve(engine, host, listener)
 
 
+def mcp(
+    transport: Annotated[
+        Literal["stdio", "http"],
+        typer.Option(
+            "--transport",
+            help="stdio: a client (Claude Desktop, an IDE) launches this command and talks "
+            "over stdin/stdout; http: streamable HTTP at http://HOST:PORT/mcp for many clients.",
+        ),
+    ] = "stdio",
+    alias: AliasOption = None,
+    version: VersionOption = None,
+    ranking: RankingOption = None,
+    host: Annotated[
+        str,
+        typer.Option(
+            "--host",
+            help="With --transport http: the address to listen on; a non-loopback "
+            "one needs --allow-remote.",
+        ),
+    ] = "127.0.0.1",
+    port: Annotated[
+        int, typer.Option("--port", help="With --transport http: the port (0: any free one).")
+    ] = 8766,
+    allow_remote: Annotated[
+        bool,
+        typer.Option(
+            "--allow-remote",
+            help="Allow a --host other machines can reach (0.0.0.0, a LAN address): the "
+            "server has no authentication.",
+        ),
+    ] = False,
+    params: ParamsOption = DEFAULT_PARAMS,
+    root: RootOption = DEFAULT_ROOT,
+) -> None:
+    """Serve search to AI assistants over MCP (Model Context Protocol).
+
+    Two tools: search_statements(query, k) answers what /api/search answers (the hits,
+    each with its passage's start and the statements it holds), get_statement(id) gives the
+    whole passage (a hit's chunk_id) or statement (a statement_id) a hit named. The model
+    loads once, as for serve-search. --transport http listens on 127.0.0.1 only, unless
+    --allow-remote, and prints its URL; Ctrl-C stops it. With stdio, stdout carries only the
+    protocol; the client's closing stdin stops it.
+    """
+    import contextlib
+    import sys
+
+    from pipelines.common.paths import Paths
+    from pipelines.search.server import RemoteBindError, check_bind, listen
+
+    if transport == "stdio":
+        # Nothing but protocol may reach stdout: what loading prints goes to stderr.
+        with command_errors("mcp", bad_input=_bad_input()), contextlib.redirect_stdout(sys.stderr):
+            from pipelines.search.mcp_server import open_server, serve_stdio
+
+            server = open_server(_open(params, root, alias, version, ranking), Paths(root))
+        with contextlib.suppress(KeyboardInterrupt):
+            serve_stdio(server)
+        return
+    try:
+        warning = check_bind(host, allow_remote)
+    except RemoteBindError as error:
+        fail("mcp", error, EXIT_CONFIG)  # before the model loads
+    if warning is not None:
+        typer.echo(f"mcp: warning: {warning}", err=True)
+    with (
+        command_errors("mcp", bad_input=_bad_input()),
+        listen(host, port) as listener,  # a taken port fails before the model loads
+    ):
+        from pipelines.search.mcp_server import http_address, open_server, serve_http
+
+        server = open_server(_open(params, root, alias, version, ranking), Paths(root))
+        typer.echo(f"mathembed mcp: {http_address(host, listener.getsockname()[1])}")
+        serve_http(server, listener, host)
+        typer.echo("mathembed mcp: stopped")
+
+
 def _bad_input() -> tuple[type[BaseException], ...]:
     from pipelines.registry.mlflow_registry import PromotionError
 
@@ -155,3 +231,4 @@ def _open(
 def register(app: typer.Typer) -> None:
     app.command("search")(search)
     app.command("serve-search")(serve_search)
+    app.command("mcp")(mcp)
