@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 #: The deployments' file in this checkout (pipelines/ sits at the repository root).
-PREFECT_FILE = Path(__file__).resolve().parents[2] / "infra" / "prefect.yaml"
+PREFECT_FILE = Path(__file__).resolve().parents[1] / "infra" / "prefect.yaml"
 #: The type of a pool created here: a worker runs each flow run as a local process.
 POOL_TYPE = "process"
 
