@@ -100,13 +100,15 @@ def serve_search(
     params: ParamsOption = DEFAULT_PARAMS,
     root: RootOption = DEFAULT_ROOT,
 ) -> None:
-    """Serve search over HTTP: a page at /, JSON at /api/search?q=...&k=10, /health.
+    """Serve search over HTTP: a page at /, JSON at /api/search?q=...&k=10, /health, and
+    the API described at /openapi.json and /docs.
 
     Loads the model once and opens its index of the corpus's passages from the embedding
     store (data/embeddings/: only passages no run has embedded with this model are
     embedded; exact search below search.ann_threshold passages, approximate above) beside
-    a BM25 index of the same passages. --ranking is the default; a request may pass ranking=dense or
-    ranking=hybrid. Ctrl-C stops it. It listens on 127.0.0.1 only, unless --allow-remote.
+    a BM25 index of the same passages. --ranking is the default; a request may pass
+    ranking= another. Ctrl-C or SIGTERM stops it. It listens on 127.0.0.1 only, unless
+    --allow-remote.
     """
     from pipelines.search.server import RemoteBindError, check_bind, listen, serve
 

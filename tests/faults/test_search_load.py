@@ -9,6 +9,7 @@ are shrunk (one or two workers, a head deadline under a second) so each case is 
 from __future__ import annotations
 
 import json
+import logging
 import socket
 import threading
 import time
@@ -24,7 +25,7 @@ from promotion_worlds import Models, World
 from typer.testing import CliRunner
 
 from pipelines import cli
-from pipelines.search.connections import ConnectionLimits, PooledHTTPServer
+from pipelines.search.connections import ConnectionLimits, SearchServer
 from pipelines.search.engine import LexicalIndex, ModelRef, SearchEngine
 from pipelines.search.index import PassageIndex
 from pipelines.search.query import Corpus
@@ -76,11 +77,13 @@ def engine(tiny_model_dir: Path) -> CountingEngine:
         Corpus(chunks, {}, {}),
         PassageIndex(vectors),
         LexicalIndex(PASSAGES),
+        "dense",
+        miss_threshold=0.0,
     )
 
 
 @contextmanager
-def serving(engine: CountingEngine, limits: ConnectionLimits) -> Iterator[PooledHTTPServer]:
+def serving(engine: CountingEngine, limits: ConnectionLimits) -> Iterator[SearchServer]:
     engine.searches = 0
     engine.entered.clear()
     engine.gate.set()
@@ -96,11 +99,11 @@ def serving(engine: CountingEngine, limits: ConnectionLimits) -> Iterator[Pooled
         thread.join(timeout=10)
 
 
-def connect(server: PooledHTTPServer, timeout: float = 10) -> socket.socket:
+def connect(server: SearchServer, timeout: float = 10) -> socket.socket:
     return socket.create_connection(("127.0.0.1", server.server_port), timeout=timeout)
 
 
-def search(server: PooledHTTPServer, query: str = "lattice") -> dict[str, Any]:
+def search(server: SearchServer, query: str = "lattice") -> dict[str, Any]:
     url = f"http://127.0.0.1:{server.server_port}/api/search?q={query}&k=1"
     with urllib.request.urlopen(url, timeout=10) as response:
         assert response.status == 200
@@ -147,6 +150,23 @@ def test_requests_whose_clients_left_are_not_searched(
         assert first["hits"]
         assert search(server, "prime")["hits"][0]["text"].startswith("A prime gap")
     assert engine.searches == 2
+
+
+def test_a_client_that_leaves_mid_answer_frees_its_worker(
+    engine: CountingEngine, bounded_in_time: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    with serving(engine, ConnectionLimits(workers=1)) as server:
+        engine.gate.clear()  # the search starts, then waits until its client has gone
+        leaving = connect(server)
+        leaving.sendall(FULL_HEAD)
+        assert engine.entered.wait(timeout=10)
+        leaving.close()
+        engine.gate.set()  # its answer now has nobody to go to
+        # The one worker is free again: the next searches are answered.
+        for query in ("prime", "Zariski"):
+            assert search(server, query)["hits"]
+    assert engine.searches == 3
+    assert not [record for record in caplog.records if record.levelno >= logging.ERROR]
 
 
 def test_idle_and_trickling_clients_are_closed_at_the_head_deadline(

@@ -1,6 +1,6 @@
-"""The search page's pure parts: a hit's markup, the statements a passage holds, and the
-static files the service may serve. The browser's view is in
-``tests/integration/test_search_math.py``."""
+"""The search page's pure parts: what a hit shows and its markup, the statements a passage
+holds, and the static files the service may serve. The browser's view is in
+``tests/integration/test_search_math.py`` and ``tests/integration/test_search_service.py``."""
 
 from __future__ import annotations
 
@@ -11,7 +11,16 @@ import pandas as pd
 import pytest
 
 from pipelines.search.assets import CONTENT_TYPES, STATIC_DIR, load_assets, not_modified
-from pipelines.search.page import SCRIPTS, STYLESHEETS, render_hit, statement_heading
+from pipelines.search.page import (
+    SCRIPTS,
+    STYLESHEETS,
+    HitView,
+    StatementLine,
+    hit_view,
+    render_hit,
+    render_page,
+    statement_line,
+)
 from pipelines.search.statements import StatementRef, statements_by_passage
 
 
@@ -48,9 +57,82 @@ def test_a_hit_names_its_statements_escaped() -> None:
         '<p class="statement">Lemma (Nakayama); '
         "Definition <small>def-&lt;i&gt;x&lt;/i&gt;</small>; Remark</p>"
     ) in markup
-    assert statement_heading({"kind": "theorem", "name": "<script>", "label": ""}) == (
-        "Theorem (&lt;script&gt;)"
+    assert statement_line({"kind": "theorem", "name": "<script>", "label": ""}) == (
+        StatementLine("Theorem (<script>)", "")
     )
+    assert "Theorem (&lt;script&gt;)" in render_hit(
+        hit("text", statements=[{"statement_id": "s", "kind": "theorem", "name": "<script>"}])
+    )
+
+
+def test_a_hit_without_statement_fields_is_headed_by_its_paper_linked_to_it() -> None:
+    view = hit_view(hit("the passage", url="https://arxiv.org/abs/p1"))
+    assert view == HitView(
+        heading="A <b>title</b>",
+        heading_link="https://arxiv.org/abs/p1",
+        kind="",
+        paper="",  # the heading is the title already
+        paper_link="https://arxiv.org/abs/p1",
+        section="",
+        slogan="",
+        paper_id="p1",
+        chunk_id="p1v1#c0000",
+        score=0.5,
+        statements=(),
+        body="the passage",
+    )
+    assert hit_view(hit("text", title="")).heading == "p1"  # no title: its id
+    markup = render_hit(hit("the passage", url="https://arxiv.org/abs/p1"))
+    assert '<p class="heading"><a href="https://arxiv.org/abs/p1">A &lt;b&gt;title' in markup
+    assert "<small>p1 · p1v1#c0000 · score 0.500</small>" in markup
+
+
+def test_a_hit_that_names_its_statement_is_headed_by_it_linked_to_the_statement() -> None:
+    snake = hit(
+        "Lemma. Let $0 \\to A$ be exact. Then the long sequence ...",
+        url="https://stacks.math.columbia.edu/download/homology.tex",
+        kind="lemma",
+        name="snake lemma",
+        heading="Lemma (snake lemma)",
+        section="Abelian <categories>",
+        link="https://stacks.math.columbia.edu/tag/010H",
+        snippet="Let $0 \\to A$ be exact. Then …",
+        statements=[{"statement_id": "s", "kind": "lemma", "name": "", "label": "lemma-snake"}],
+    )
+    view = hit_view(snake)
+    assert (view.heading, view.heading_link, view.kind) == (
+        "Lemma (snake lemma)",
+        "https://stacks.math.columbia.edu/tag/010H",
+        "lemma",
+    )
+    assert view.paper == "A <b>title</b>" and view.paper_link == snake["url"]
+    assert view.section == "Abelian <categories>" and view.body == snake["snippet"]
+    assert view.statements == ()  # the heading names it; the JSON lists them all
+    markup = render_hit(snake)
+    assert (
+        '<p class="heading" data-kind="lemma"><a href="https://stacks.math.columbia.edu/tag/'
+        '010H">Lemma (snake lemma)</a></p>'
+    ) in markup
+    assert '<span class="section">Abelian &lt;categories&gt;</span>' in markup
+    assert "<blockquote>Let $0 \\to A$ be exact. Then …</blockquote>" in markup
+    # Without a heading, kind and name make one; prose is headed by its section alone.
+    assert hit_view(hit("x", kind="theorem", name="B")).heading == "Theorem (B)"
+    prose = hit_view(hit("x", kind="text", heading="Flat modules", section="Flat modules"))
+    assert (prose.heading, prose.section, prose.heading_link) == ("Flat modules", "", None)
+    proof = hit_view(hit("x", kind="proof", heading="From the proof of Lemma (snake lemma)"))
+    assert proof.heading == "From the proof of Lemma (snake lemma)" and proof.kind == "proof"
+
+
+def test_the_page_says_when_no_passage_is_close_and_escapes_the_note() -> None:
+    model = {"name": "math-embed", "version": "1", "alias": "champion"}
+    answer = {"query": "q", "ranking": "dense", "took_ms": 1.25, "hits": [hit("text")]}
+    page = render_page(model, "q", 1, answer)
+    assert 'role="status"' not in page and "1 passages in 1.2 ms, dense ranking" in page
+    missed = {**answer, "no_close_match": True, "note": "No close match in this corpus: <b>"}
+    page = render_page(model, "q", 1, missed)
+    assert '<p class="notice" role="status">No close match in this corpus: &lt;b&gt;</p>' in page
+    close = render_page(model, "q", 1, {**answer, "no_close_match": False, "note": ""})
+    assert 'role="status"' not in close
 
 
 PROOF = "Proof. Every finitely generated module over a local ring is free: Nakayama."
@@ -140,3 +222,8 @@ def test_a_revalidation_matches_the_current_etag_only() -> None:
     assert not_modified(asset, f'"old", W/{asset.etag}')
     assert not_modified(asset, "*")
     assert not not_modified(asset, '"old"') and not not_modified(asset, None)
+
+
+def test_prose_outside_a_section_is_headed_by_its_paper() -> None:
+    prose = hit_view(hit("x", kind="text", heading="Text", section="", link="https://a/p1"))
+    assert (prose.heading, prose.heading_link, prose.paper) == ("A <b>title</b>", None, "")
