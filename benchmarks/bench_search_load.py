@@ -1,24 +1,36 @@
-"""Benchmark the search service under load: concurrent clients with slow clients beside them.
+"""Benchmark the search service under load, one server beside another: concurrent clients
+with slow clients beside them, one client alone, and how soon each is ready after launch.
 
 Not a test: nothing here asserts. It answers "does ``mathembed serve-search`` keep
-answering when many clients come at once and some of them never finish a request?" on
-this machine (issue 23, finding 5), with the figures recorded next to the machine they
-were measured on (``benchmarks/results/search_load.json``).
+answering when many clients come at once and some of them never finish a request, how
+fast is one search, and how soon does it answer after it is started?" on this machine
+(issue 23, finding 5; issue 28: the FastAPI/uvicorn server beside the ``http.server`` one
+it replaced), with the figures recorded next to the machine they were measured on
+(``benchmarks/results/search_load.json`` and ``.md``).
 
-Everything runs on loopback, bounded in count and time. The service is the real command,
-started as its own process with the bundled base model (all-MiniLM-L6-v2) registered as
-@champion in a scratch registry, over the first ``--passages`` passages of the Stacks
-chapters (``corpora/stacks-project``). For each level of concurrency (``--clients``,
-default 50 and 200), that many clients each send one search after another for
-``--seconds`` (at most ``--max-requests`` in all), a new connection per request, as the
-service answers HTTP/1.0; beside them ``--slow`` connections misbehave the whole time,
-half never sending a byte and half sending their request head one byte a second; each is
-reopened when the service closes it. Recorded per level: requests answered, errors by kind
-(client time-out after 30 s, reset, refused, a non-200 status), latency p50/p95/p99/max,
-throughput, and how many slow connections the service closed.
+Each server is a checkout (``--checkout NAME=PATH``, default this one): the real command,
+``python -m pipelines serve-search`` started as its own process from that checkout, with
+the bundled base model (all-MiniLM-L6-v2) registered as @champion in one scratch registry,
+over the first ``--passages`` passages of the Stacks chapters (``corpora/stacks-project``).
+A first launch embeds the passages; then each server is launched again (the vectors
+stored, as on any restart) and timed from the launch to the address it prints once it
+accepts connections, and to its first answer. All servers then run side by side, idle but
+for the one measured, each level measured on one server after the other (the order
+alternating): ``--sequential`` searches from one client, one after another (latency as a
+person sees it), then each level of ``--clients`` (default 50 and 200), that many clients
+each sending one search after another for ``--seconds`` (at most ``--max-requests`` in
+all) beside ``--slow`` connections that misbehave the whole time, half never sending a
+byte and half sending their request head one byte a second (each reopened when the
+service closes it). Every search is a new connection (``Connection: close``). Recorded
+per level: requests answered, errors by kind (client time-out after 30 s, reset, refused,
+a non-200 status), latency p50/p95/p99/max, throughput, and how many slow connections the
+service closed; and the load average with the busiest other processes, since the
+machine may be shared.
 
     .venv/bin/python benchmarks/bench_search_load.py              # ~2 minutes on 2 cores
     .venv/bin/python benchmarks/bench_search_load.py --clients 50 --seconds 10
+    git worktree add /tmp/before HEAD~1 && .venv/bin/python benchmarks/bench_search_load.py \\
+        --checkout before=/tmp/before --checkout after=.
 """
 
 from __future__ import annotations
@@ -27,23 +39,30 @@ import argparse
 import asyncio
 import json
 import os
+import select
 import shutil
 import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 import urllib.parse
+import urllib.request
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from bench_search import FALLBACK_QUERIES, PASSAGE_CHARS, Service, percentile
+from bench_search import FALLBACK_QUERIES, PASSAGE_CHARS, percentile
 from machine import REPO_ROOT, cpu_facts, git_state, installed_versions, load_average, to_jsonable
 
 sys.path.insert(0, str(REPO_ROOT))
 
 RESULTS = REPO_ROOT / "benchmarks" / "results" / "search_load.json"
+#: The targets of issue 28: one search's p50 alone, and the time to be ready after launch.
+TARGETS = {"sequential_p50_ms": 50.0, "ready_s": 10.0}
+#: A launch that has printed no address by then has failed.
+LAUNCH_TIMEOUT_S = 600.0
 #: A client gives up on an answer after this long (counted as an error).
 CLIENT_TIMEOUT_S = 30.0
 #: A slow client sends one byte of its head this often.
@@ -112,9 +131,10 @@ async def one_search(port: int, query: str) -> tuple[float, str]:
     try:
         async with asyncio.timeout(CLIENT_TIMEOUT_S):
             reader, writer = await asyncio.open_connection("127.0.0.1", port)
-            writer.write(f"GET {target} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
+            request = f"GET {target} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+            writer.write(request.encode())
             await writer.drain()
-            answer = await reader.read()  # HTTP/1.0: the service closes after its answer
+            answer = await reader.read()  # the service closes after its answer
         status = answer.split(b" ", 2)[1].decode() if answer.startswith(b"HTTP/") else "none"
         outcome = "ok" if status == "200" else f"status {status}"
     except TimeoutError:
@@ -212,62 +232,216 @@ async def load_level(
     }
 
 
+# -- the servers -----------------------------------------------------------------------------
+
+
+class Launched:
+    """``serve-search`` started from ``checkout`` (its ``pipelines`` first on the path) over
+    ``root``; ``ready_s``: from the launch to the address it printed once it accepts."""
+
+    def __init__(self, checkout: Path, root: Path) -> None:
+        env = {**os.environ, "PYTHONPATH": str(checkout), "TOKENIZERS_PARALLELISM": "false"}
+        command = [sys.executable, "-m", "pipelines", "serve-search", "--port", "0"]
+        started = time.perf_counter()
+        self.process = subprocess.Popen(
+            [*command, "--root", str(root)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            cwd=checkout,
+            env=env,
+        )
+        assert self.process.stdout is not None
+        while time.perf_counter() - started < LAUNCH_TIMEOUT_S:
+            ready, _, _ = select.select([self.process.stdout], [], [], 1.0)
+            line = self.process.stdout.readline() if ready else ""
+            if line.startswith("mathembed search: http://"):
+                self.ready_s = time.perf_counter() - started
+                self.base_url = line.split()[2].rstrip("/")
+                self.port = int(self.base_url.rsplit(":", 1)[1])
+                self.search(FALLBACK_QUERIES[0])
+                self.first_answer_s = time.perf_counter() - started
+                return
+            if ready and not line:
+                break
+        self.process.kill()
+        sys.exit(f"serve-search from {checkout} did not start (exit {self.process.wait()})")
+
+    def search(self, query: str) -> Any:
+        target = "/api/search?" + urllib.parse.urlencode({"q": query, "k": 10})
+        with urllib.request.urlopen(self.base_url + target, timeout=60) as response:
+            return json.loads(response.read())
+
+    def stop(self) -> float:
+        """Seconds from Ctrl-C to the process's end."""
+        sent = time.perf_counter()
+        self.process.send_signal(signal.SIGINT)  # Ctrl-C, as a user stops it
+        self.process.wait(timeout=60)
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+        return time.perf_counter() - sent
+
+
+def sequential(port: int, requests: int) -> dict[str, Any]:
+    """One client, one search after another: the latency of a search alone."""
+
+    async def run() -> list[tuple[float, str]]:
+        results = []
+        for index in range(requests):
+            query = FALLBACK_QUERIES[index % len(FALLBACK_QUERIES)]
+            results.append(await one_search(port, query))
+        return results
+
+    started = time.monotonic()
+    results = asyncio.run(run())
+    elapsed = time.monotonic() - started
+    latencies_ms = [seconds * 1000 for seconds, outcome in results if outcome == "ok"]
+    return {
+        "clients": 1,
+        "slow_clients": 0,
+        "seconds": round(elapsed, 2),
+        "requests": len(results),
+        "answered": len(latencies_ms),
+        "errors": len(results) - len(latencies_ms),
+        "answers_per_s": round(len(latencies_ms) / elapsed, 1),
+        "latency_ms": {
+            "p50": statistics.median(latencies_ms),
+            "p95": percentile(latencies_ms, 0.95),
+            "p99": percentile(latencies_ms, 0.99),
+            "max": max(latencies_ms),
+        },
+    }
+
+
+def checkout_state(checkout: Path) -> dict[str, Any]:
+    """The commit a checkout is at and the files it changes on top (tracked or new)."""
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", "-C", str(checkout), *args], capture_output=True, text=True)
+        return done.stdout
+
+    # Porcelain lines are "XY path": the status's two columns, a space, the path.
+    changed = sorted(line[3:] for line in git("status", "--porcelain").splitlines())
+    return {"path": str(checkout), "commit": git("rev-parse", "HEAD").strip(), "changed": changed}
+
+
+def busiest_processes(count: int = 6) -> list[str]:
+    """The processes using the most CPU now, by command name: what else ran."""
+    done = subprocess.run(
+        ["ps", "-eo", "pcpu=,comm=", "--sort=-pcpu"], capture_output=True, text=True
+    )
+    return [" ".join(line.split()) for line in done.stdout.splitlines()[:count]]
+
+
+def machine_now() -> dict[str, Any]:
+    return {"load_average": load_average(), "busiest_processes": busiest_processes()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--clients", type=int, nargs="+", default=[50, 200])
+    parser.add_argument(
+        "--checkout",
+        action="append",
+        metavar="NAME=PATH",
+        help="a server to measure: a checkout of this repository (default: this one)",
+    )
+    parser.add_argument("--clients", type=int, nargs="*", default=[50, 200])
     parser.add_argument("--slow", type=int, default=100, help="slow connections beside them")
     parser.add_argument("--seconds", type=float, default=20.0, help="per level, at most")
     parser.add_argument("--max-requests", type=int, default=3000, help="per level, at most")
+    parser.add_argument("--sequential", type=int, default=200, help="searches from one client")
     parser.add_argument("--passages", type=int, default=400, help="corpus size")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
+    checkouts = {
+        name: Path(path).resolve()
+        for name, path in (item.split("=", 1) for item in args.checkout or [f"this={REPO_ROOT}"])
+    }
 
     print(f"registering the base model over {args.passages} passages ...", flush=True)
     root = scratch_project(REPO_ROOT, args.passages)
-    load_start = load_average()
+    at_start = machine_now()
+    servers: dict[str, dict[str, Any]] = {}
+    running: dict[str, Launched] = {}
     try:
-        service = Service(root, "champion")  # embeds the passages, then serves
-        port = int(service.base_url.rsplit(":", 1)[1])
-        service.search(FALLBACK_QUERIES[0])  # warm
-        levels = []
-        for clients in args.clients:
-            print(f"{clients} clients beside {args.slow} slow ones ...", flush=True)
-            levels.append(
-                asyncio.run(load_level(port, clients, args.slow, args.seconds, args.max_requests))
-            )
-        service.stop()
+        first = next(iter(checkouts.values()))
+        print("embedding the passages (a first launch) ...", flush=True)
+        Launched(first, root).stop()
+        for name, checkout in checkouts.items():
+            print(f"launching {name} ({checkout}) ...", flush=True)
+            running[name] = launched = Launched(checkout, root)
+            servers[name] = {
+                "checkout": checkout_state(checkout),
+                "ready_s": round(launched.ready_s, 3),
+                "first_answer_s": round(launched.first_answer_s, 3),
+                "levels": [],
+            }
+        for number, clients in enumerate([1, *args.clients]):
+            order = list(running) if number % 2 == 0 else list(reversed(running))
+            for name in order:
+                port = running[name].port
+                print(f"{name}: {clients} clients ...", flush=True)
+                if clients == 1:
+                    level = sequential(port, args.sequential)
+                else:
+                    level = asyncio.run(
+                        load_level(port, clients, args.slow, args.seconds, args.max_requests)
+                    )
+                servers[name]["levels"].append({**level, "machine": machine_now()})
+        for name, launched in running.items():
+            servers[name]["stop_s"] = round(launched.stop(), 3)
+        running.clear()
     finally:
+        for launched in running.values():
+            launched.process.kill()
         shutil.rmtree(root, ignore_errors=True)
 
     result = {
-        "what": "mathembed serve-search under concurrent load with slow clients, on loopback",
+        "what": "mathembed serve-search: one client alone, then concurrent load with slow "
+        "clients, on loopback; and the time from launch to ready; servers side by side",
         "corpus": {"passages": args.passages, "source": "corpora/stacks-project, cut"},
         "model": "all-MiniLM-L6-v2 (bundled base model) @champion",
         "setup": {
             "client_timeout_s": CLIENT_TIMEOUT_S,
             "slow_clients": "half send nothing, half one byte of a head per second",
             "connection_per_request": True,
+            "sequential_requests": args.sequential,
             "seconds_per_level_max": args.seconds,
             "requests_per_level_max": args.max_requests,
+            "ready": "from the launch (vectors stored) to the printed address",
         },
-        "levels": levels,
+        "targets": TARGETS,
+        "servers": servers,
         "machine": cpu_facts(),
-        "load_average": {"start": load_start, "end": load_average()},
-        "versions": installed_versions("torch", "sentence-transformers", "mlflow"),
+        "load": {"start": at_start, "end": machine_now()},
+        "versions": installed_versions(
+            "torch", "sentence-transformers", "fastapi", "starlette", "uvicorn", "h11"
+        ),
         "git": git_state(),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(to_jsonable(result), indent=2) + "\n")
-    for level in levels:
-        latency = level["latency_ms"]
-        print(
-            f"{level['clients']:>4} clients + {level['slow_clients']} slow: "
-            f"{level['answered']} answered in {level['seconds']} s "
-            f"({level['answers_per_s']}/s), p50 {latency['p50']:.0f} ms, "
-            f"p99 {latency['p99']:.0f} ms, errors {level['errors']} {level['errors_by_kind']}, "
-            f"slow connections {level['slow_connections']}"
-        )
-    print(f"load average {load_start} -> {result['load_average']['end']}; wrote {args.out}")
+    print(summary(result))
+    print(f"wrote {args.out}")
+
+
+def summary(result: dict[str, Any]) -> str:
+    """The figures as a Markdown table, one row per server and level."""
+    rows = [
+        "| server | ready s | clients + slow | answered | errors | per s | p50 ms | p95 ms "
+        "| p99 ms | load (1 min) |",
+        "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for name, server in result["servers"].items():
+        for level in server["levels"]:
+            latency = level["latency_ms"]
+            rows.append(
+                f"| {name} | {server['ready_s']:.1f} | {level['clients']} + "
+                f"{level['slow_clients']} | {level['answered']} | {level['errors']} | "
+                f"{level['answers_per_s']} | {latency['p50']:.0f} | {latency['p95']:.0f} | "
+                f"{latency['p99']:.0f} | {level['machine']['load_average'][0]} |"
+            )
+    return "\n".join(rows)
 
 
 if __name__ == "__main__":
