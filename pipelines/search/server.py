@@ -135,9 +135,10 @@ def serve(engine: SearchEngine, host: str, listener: socket.socket) -> None:
     try:
         server.serve_forever()
     except KeyboardInterrupt:
-        print("mathembed search: stopped", flush=True)
+        pass  # raised again by uvicorn once stopped (not when SIGINT was ignored: `cmd &`)
     finally:
         server.server_close()
+    print("mathembed search: stopped", flush=True)
 
 
 def _interrupt(signum: int, frame: object) -> None:
