@@ -46,14 +46,10 @@ from pipelines.search.page import (
     render_page,
     render_reference,
 )
-from pipelines.search.query import MAX_K
+from pipelines.search.query import MAX_K, MAX_QUERY_CHARS, SNIPPET_CHARS
 
 log = logging.getLogger(__name__)
 
-#: Characters of a passage shown per hit (the API and the page alike).
-PASSAGE_CHARS = 400
-#: The longest query: a statement or a question, not a page (the model reads 256 tokens).
-MAX_QUERY_CHARS = 2000
 EMPTY_QUERY = "the query is empty: pass q, e.g. /api/search?q=prime+gaps"
 
 # -- what a request sends ------------------------------------------------------------------
@@ -139,7 +135,7 @@ class HitOut(Answered):
     paper_id: str
     title: str
     score: float = Field(description="How close the passage is to the query.")
-    text: str = Field(description=f"The passage, on one line, cut to {PASSAGE_CHARS} characters.")
+    text: str = Field(description=f"The passage, on one line, cut to {SNIPPET_CHARS} characters.")
     url: str | None = Field(description="The paper's page, when one is known.")
     statements: list[StatementOut]
     kind: str | None = Field(None, description='"lemma", "definition", "proof", "text", ...')
@@ -205,7 +201,7 @@ class Searcher:
                 params.q,
                 params.k,
                 ranking=params.ranking,
-                max_chars=PASSAGE_CHARS,
+                max_chars=SNIPPET_CHARS,
             )
             return await anyio.to_thread.run_sync(search)
 

@@ -49,7 +49,7 @@ class ConnectionLimits:
     write_timeout_seconds: float = 10.0
     #: An idle connection is closed this long after its last answer.
     keep_alive_seconds: int = 5
-    #: A request head's size: room for a query of ``api.MAX_QUERY_CHARS`` characters
+    #: A request head's size: room for a query of ``query.MAX_QUERY_CHARS`` characters
     #: percent-encoded, so a long one gets the service's message rather than uvicorn's.
     max_head_bytes: int = 64 * 1024
     #: On Ctrl-C or SIGTERM, how long running answers may finish before they are cut.

@@ -37,21 +37,17 @@ from pipelines.common import io
 from pipelines.common.paths import Paths
 from pipelines.common.tables import TABLES
 from pipelines.search.engine import SearchEngine
-from pipelines.search.query import MAX_K, Corpus, corpus_dir
-from pipelines.search.server import PASSAGE_CHARS
+from pipelines.search.query import MAX_K, MAX_QUERY_CHARS, SNIPPET_CHARS, Corpus, corpus_dir
 
 #: The name the server gives clients, and the path of its streamable HTTP endpoint.
 SERVER_NAME = "mathembed"
 HTTP_PATH = "/mcp"
-#: The longest query accepted: a statement pasted whole fits; the model reads far fewer
-#: tokens (its max_seq_length) and BM25 costs grow with the query's words.
-MAX_QUERY_CHARS = 2000
 #: Seconds uvicorn gives open streams to close when the HTTP server is stopped.
 SHUTDOWN_SECONDS = 5
 
 INSTRUCTIONS = (
     "Searches a corpus of mathematical papers (definitions, lemmas, theorems, proofs), "
-    "ranked by this project's registered embedding model fused with BM25. Call "
+    "ranked by this project's registered embedding model (the service's ranking). Call "
     "search_statements with a concept, a statement or a question (words or LaTeX); each hit "
     "names its passage (chunk_id) and the statements it holds (statement_id). Call "
     "get_statement with one of those ids to read the whole passage or statement."
@@ -62,7 +58,7 @@ SEARCH_DESCRIPTION = (
     f"('every PID is a UFD') or a question. k: how many hits (1-{MAX_K}, default 10). Each "
     "hit has rank, score (higher is closer; compare scores within one answer only), chunk_id, "
     "paper_id, title, url (the paper's page when one is known, else null), text (the "
-    f"passage, cut to {PASSAGE_CHARS} characters) and statements (the statements the passage "
+    f"passage, cut to {SNIPPET_CHARS} characters) and statements (the statements the passage "
     "holds: statement_id, kind such as 'lemma', name, label). To read more, call "
     "get_statement with a hit's chunk_id or one of its statement_ids."
 )
@@ -273,7 +269,7 @@ def build_server(engine: SearchEngine, documents: Documents) -> SearchServer:
         if not query.strip():
             raise ToolError("the query is blank; pass the words to look for, e.g. 'snake lemma'")
         try:
-            answer = engine.answer(query, k, max_chars=PASSAGE_CHARS)
+            answer = engine.answer(query, k, max_chars=SNIPPET_CHARS)
         except ValueError as error:  # a request the engine refuses (check_request)
             raise ToolError(str(error)) from error
         return SearchAnswer.model_validate(answer)

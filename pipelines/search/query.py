@@ -33,14 +33,17 @@ from pipelines.search.statements import StatementRef, statements_by_passage
 
 #: The most passages one request may ask for (the page and the API alike).
 MAX_K = 100
-#: How much of a passage the CLI shows.
-CLI_SNIPPET_CHARS = 400
+#: Characters of a passage a hit shows: the CLI, the page, the API and the MCP server alike.
+SNIPPET_CHARS = 400
+#: The longest query: a statement or a question, not a page (the model reads 256 tokens,
+#: and BM25's cost grows with the query's words).
+MAX_QUERY_CHARS = 2000
 
 
 @dataclass(frozen=True)
 class Hit:
-    """One ranked passage; ``score`` is its ranking's: the cosine between query and passage
-    (dense) or the reciprocal-rank fusion score (hybrid). What a reader sees of it (kind,
+    """One ranked passage; ``score`` is the cosine between query and passage whatever the
+    ranking (a fusion with BM25 only orders the hits). What a reader sees of it (kind,
     name, heading, slogan, link, snippet) is worked out from the statements it holds."""
 
     chunk_id: str
@@ -156,6 +159,11 @@ def check_request(query: str, k: int) -> None:
             f"the query is not valid UTF-8 text (character {error.start + 1} cannot be "
             "encoded); pass it in a UTF-8 terminal or locale, e.g. LANG=C.UTF-8"
         ) from None
+    if len(query) > MAX_QUERY_CHARS:
+        raise ValueError(
+            f"the query is {len(query):,} characters long; at most {MAX_QUERY_CHARS:,}: "
+            "ask for a statement or a question, not a page"
+        )
     if not 1 <= k <= MAX_K:
         raise ValueError(f"k must be at least 1 and at most {MAX_K}, got {k}")
 
@@ -231,7 +239,7 @@ def trimmed(text: str, max_chars: int | None) -> str:
     return flat[:cut].rstrip() + ELLIPSIS
 
 
-def format_hits(hits: list[Hit], *, width: int = CLI_SNIPPET_CHARS) -> str:
+def format_hits(hits: list[Hit], *, width: int = SNIPPET_CHARS) -> str:
     """Hits as the CLI prints them: rank, score and heading; the link; the paper, section
     and passage id; the slogan; then the snippet (``width`` characters at most)."""
     lines = []

@@ -19,7 +19,6 @@ import signal
 import socket
 from collections.abc import Callable
 
-from pipelines.search.api import PASSAGE_CHARS as PASSAGE_CHARS  # what the MCP server shows too
 from pipelines.search.api import create_app
 from pipelines.search.connections import ConnectionLimits, SearchServer, listening_socket
 from pipelines.search.engine import SearchEngine

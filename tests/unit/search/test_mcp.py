@@ -31,7 +31,6 @@ from typer.testing import CliRunner
 from pipelines import cli
 from pipelines.search.engine import SearchEngine, open_engine
 from pipelines.search.mcp_server import (
-    MAX_QUERY_CHARS,
     SearchAnswer,
     SearchHit,
     SearchServer,
@@ -39,6 +38,7 @@ from pipelines.search.mcp_server import (
     http_address,
     open_server,
 )
+from pipelines.search.query import MAX_QUERY_CHARS
 
 T = TypeVar("T")
 
