@@ -110,14 +110,9 @@ def serve_search(
     ranking= another. Ctrl-C or SIGTERM stops it. It listens on 127.0.0.1 only, unless
     --allow-remote.
     """
-    from pipelines.search.server import RemoteBindError, check_bind, listen, serve
+    from pipelines.search.server import listen, serve
 
-    try:
-        warning = check_bind(host, allow_remote)
-    except RemoteBindError as error:
-        fail("serve-search", error, EXIT_CONFIG)  # before the model loads
-    if warning is not None:
-        typer.echo(f"serve-search: warning: {warning}", err=True)
+    _check_bind("serve-search", host, allow_remote)
     # The port is bound before the model loads (and maybe embeds): a taken one fails at once.
     with (
         command_errors("serve-search", bad_input=_bad_input()),
@@ -174,7 +169,7 @@ def mcp(
     import sys
 
     from pipelines.common.paths import Paths
-    from pipelines.search.server import RemoteBindError, check_bind, listen
+    from pipelines.search.server import listen
 
     if transport == "stdio":
         # Nothing but protocol may reach stdout: what loading prints goes to stderr.
@@ -185,12 +180,7 @@ def mcp(
         with contextlib.suppress(KeyboardInterrupt):
             serve_stdio(server)
         return
-    try:
-        warning = check_bind(host, allow_remote)
-    except RemoteBindError as error:
-        fail("mcp", error, EXIT_CONFIG)  # before the model loads
-    if warning is not None:
-        typer.echo(f"mcp: warning: {warning}", err=True)
+    _check_bind("mcp", host, allow_remote)
     with (
         command_errors("mcp", bad_input=_bad_input()),
         listen(host, port) as listener,  # a taken port fails before the model loads
@@ -201,6 +191,19 @@ def mcp(
         typer.echo(f"mathembed mcp: {http_address(host, listener.getsockname()[1])}")
         serve_http(server, listener, host)
         typer.echo("mathembed mcp: stopped")
+
+
+def _check_bind(command: str, host: str, allow_remote: bool) -> None:
+    """Refuse a remote address unless ``--allow-remote`` (before the model loads); warn when
+    one is allowed."""
+    from pipelines.search.server import RemoteBindError, check_bind
+
+    try:
+        warning = check_bind(host, allow_remote)
+    except RemoteBindError as error:
+        fail(command, error, EXIT_CONFIG)
+    if warning is not None:
+        typer.echo(f"{command}: warning: {warning}", err=True)
 
 
 def _bad_input() -> tuple[type[BaseException], ...]:

@@ -15,17 +15,17 @@ from __future__ import annotations
 
 import http.client
 import json
-import select
+import re
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from launched import ready_address
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp_worlds import PLANTED_PASSAGE, PLANTED_STATEMENT, QUERY, searchable_world
@@ -33,6 +33,8 @@ from promotion_worlds import Models, World
 
 #: Seconds a server may take to load its model and answer (a loaded 2-core machine).
 STARTUP_SECONDS = 240
+#: What the HTTP server prints once it answers.
+ADDRESS = re.compile(r"mathembed mcp: (http://127\.0\.0\.1:\S+)")
 MCP = [sys.executable, "-m", "mathembed", "mcp"]
 #: A protocol version of the initialize handshake, for the raw clients below.
 PROTOCOL = "2025-06-18"
@@ -135,25 +137,6 @@ def test_over_stdio_a_client_leaving_mid_call_ends_the_server_cleanly(searchable
     assert replies and replies[0]["id"] == 1 and "result" in replies[0]
 
 
-def started(process: subprocess.Popen[str]) -> str:
-    """The URL the HTTP server printed once it was ready to answer."""
-    assert process.stdout is not None
-    deadline = time.monotonic() + STARTUP_SECONDS
-    seen = ""
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([process.stdout], [], [], 1.0)
-        if ready:
-            line = process.stdout.readline()
-            if not line:  # the process ended before it served
-                break
-            seen += line
-            if line.startswith("mathembed mcp: http://127.0.0.1:"):
-                return line.split(": ", 1)[1].strip()
-    process.kill()
-    stderr = process.stderr.read() if process.stderr else ""
-    pytest.fail(f"mathembed mcp did not start:\n{seen}\n{stderr[-3000:]}")
-
-
 @pytest.fixture
 def http_server(searchable: World) -> Iterator[tuple[str, subprocess.Popen[str]]]:
     command = [*MCP, "--transport", "http", "--port", "0", "--root", str(searchable.root)]
@@ -161,7 +144,7 @@ def http_server(searchable: World) -> Iterator[tuple[str, subprocess.Popen[str]]
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     ) as process:
         try:
-            yield started(process), process
+            yield ready_address(process, ADDRESS, timeout=STARTUP_SECONDS), process
         finally:
             if process.poll() is None:
                 process.kill()

@@ -36,6 +36,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from browser import render
+from launched import ready_address
 from promotion_worlds import Models, World, link_papers
 
 from pipelines.common.io import read_parquet, write_parquet
@@ -71,25 +72,6 @@ class Hits(HTMLParser):
             self.items[-1] += data
 
 
-def started(process: subprocess.Popen[str], timeout: float = 120) -> str:
-    """The address the service printed once it was ready to answer."""
-    assert process.stdout is not None
-    deadline = time.monotonic() + timeout
-    seen = ""
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([process.stdout], [], [], 1.0)
-        if ready:
-            line = process.stdout.readline()
-            if not line:  # the process ended before it served
-                break
-            seen += line
-            if match := ADDRESS.search(line):
-                return match[1]
-    process.kill()
-    stderr = process.stderr.read() if process.stderr else ""
-    pytest.fail(f"serve-search did not start:\n{seen}\n{stderr[-3000:]}")
-
-
 @contextmanager
 def serving(world: World) -> Iterator[tuple[str, subprocess.Popen[str]]]:
     """``mathembed serve-search --port 0`` over ``world``: its address, and the process."""
@@ -103,7 +85,7 @@ def serving(world: World) -> Iterator[tuple[str, subprocess.Popen[str]]]:
         env=env,
     ) as process:  # closes the pipes at the end
         try:
-            yield started(process), process
+            yield ready_address(process, ADDRESS, timeout=120), process
         finally:
             if process.poll() is None:
                 process.kill()
