@@ -54,6 +54,7 @@ OUT_OF_RANGE: list[tuple[str, str, Any]] = [
     ("prepare", "pack_chars", 1_000_000),
     ("search", "ann_threshold", 0),
     ("search", "ann_nprobes", 0),
+    ("search", "miss_threshold", 1.5),
     ("search", "engine_url", "127.0.0.1:6333"),
     ("graph", "llm_max_retries", -1),
     ("graph", "llm_timeout_seconds", 0.0),
