@@ -44,6 +44,15 @@ RankingOption = Annotated[
         "Scores are cosines either way.",
     ),
 ]
+#: serve-search's and mcp's: a service on an address other machines reach answers anyone.
+AllowRemoteOption = Annotated[
+    bool,
+    typer.Option(
+        "--allow-remote",
+        help="Allow a --host other machines can reach (0.0.0.0, a LAN address): it has no "
+        "authentication.",
+    ),
+]
 
 
 def search(
@@ -89,14 +98,7 @@ def serve_search(
         ),
     ] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="Port (0: any free one).")] = 8765,
-    allow_remote: Annotated[
-        bool,
-        typer.Option(
-            "--allow-remote",
-            help="Allow a --host other machines can reach (0.0.0.0, a LAN address): the "
-            "service has no authentication.",
-        ),
-    ] = False,
+    allow_remote: AllowRemoteOption = False,
     params: ParamsOption = DEFAULT_PARAMS,
     root: RootOption = DEFAULT_ROOT,
 ) -> None:
@@ -145,14 +147,7 @@ def mcp(
     port: Annotated[
         int, typer.Option("--port", help="With --transport http: the port (0: any free one).")
     ] = 8766,
-    allow_remote: Annotated[
-        bool,
-        typer.Option(
-            "--allow-remote",
-            help="Allow a --host other machines can reach (0.0.0.0, a LAN address): the "
-            "server has no authentication.",
-        ),
-    ] = False,
+    allow_remote: AllowRemoteOption = False,
     params: ParamsOption = DEFAULT_PARAMS,
     root: RootOption = DEFAULT_ROOT,
 ) -> None:

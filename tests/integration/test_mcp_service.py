@@ -38,6 +38,17 @@ ADDRESS = re.compile(r"mathembed mcp: (http://127\.0\.0\.1:\S+)")
 MCP = [sys.executable, "-m", "mathembed", "mcp"]
 #: A protocol version of the initialize handshake, for the raw clients below.
 PROTOCOL = "2025-06-18"
+#: The first message of a raw client (one that then leaves mid-call).
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": PROTOCOL,
+        "capabilities": {},
+        "clientInfo": {"name": "leaver", "version": "0"},
+    },
+}
 
 
 @pytest.fixture(scope="module")
@@ -99,16 +110,7 @@ def test_over_stdio_the_sdk_client_searches_and_fetches(searchable: World, tmp_p
 
 def test_over_stdio_a_client_leaving_mid_call_ends_the_server_cleanly(searchable: World) -> None:
     messages = [
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": PROTOCOL,
-                "capabilities": {},
-                "clientInfo": {"name": "leaver", "version": "0"},
-            },
-        },
+        INITIALIZE,
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {
             "jsonrpc": "2.0",
@@ -164,16 +166,7 @@ def leave_mid_call(url: str) -> None:
     connection = http.client.HTTPConnection(host, int(port), timeout=60)
     post(
         connection,
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": PROTOCOL,
-                "capabilities": {},
-                "clientInfo": {"name": "leaver", "version": "0"},
-            },
-        },
+        INITIALIZE,
     )
     response = connection.getresponse()
     assert response.status == 200, response.read()
