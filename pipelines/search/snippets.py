@@ -25,6 +25,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from pipelines.mathtext.braces import closing_brace
+
 DIAGRAM = "[diagram]"
 FORMULA = "[formula]"
 ELLIPSIS = "…"
@@ -76,7 +78,8 @@ def formula_spans(text: str) -> list[tuple[int, int]]:
         if match.group(1) is not None:
             end = _environment_end(text, match.group(1), match.end())
         elif opener.startswith("\\xymatrix"):
-            end = _group_end(text, match.end() - 1)
+            close = closing_brace(text, match.end() - 1)
+            end = close + 1 if close >= 0 else None
         else:
             end = _closer_end(text, _CLOSERS[opener], start + len(opener))
         if end is None:
@@ -172,22 +175,3 @@ def _environment_end(text: str, name: str, position: int) -> int | None:
             depth -= 1
             position = next_end + len(end)
     return position
-
-
-def _group_end(text: str, brace: int) -> int | None:
-    """The end of the ``{…}`` group opening at ``brace`` (escaped braces skipped)."""
-    depth = 0
-    index = brace
-    while index < len(text):
-        char = text[index]
-        if char == "\\":
-            index += 2
-            continue
-        if char == "{":
-            depth += 1
-        elif char == "}":
-            depth -= 1
-            if depth == 0:
-                return index + 1
-        index += 1
-    return None

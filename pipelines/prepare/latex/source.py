@@ -14,6 +14,8 @@ import threading
 from array import array
 from collections import OrderedDict
 
+from pipelines.mathtext.braces import BRACE_SCAN, closing_brace
+
 ARG_SCAN_LIMIT = 20_000  # characters searched for an argument's closing brace
 OPTIONAL_SCAN_LIMIT = 1_000  # characters searched for an [optional] argument's "]"
 MAX_PROBLEMS = 20  # problems listed per document; the rest are counted
@@ -79,7 +81,6 @@ class Problems:
 
 # --------------------------------------------------------------------------- brace scanning
 
-_BRACE_SCAN = re.compile(r"\\.|[{}]", re.S)
 _BRACKET_SCAN = re.compile(r"\\.|[{}\]]", re.S)
 _SPACES = re.compile(r"[ \t]*\n?[ \t]*")  # TeX skips blanks and at most one newline
 _NEXT_PARAGRAPH = re.compile(r"\n[ \t]*\n")
@@ -98,17 +99,11 @@ def _group_end(text: str, open_pos: int) -> int:
     if index is not None:
         close = index.close_of(open_pos)
         return close if 0 <= close < open_pos + ARG_SCAN_LIMIT else -1
-    depth = 0
     limit = min(len(text), open_pos + ARG_SCAN_LIMIT)
-    for match in _BRACE_SCAN.finditer(text, open_pos, limit):
-        char = match.group()
-        if char == "{":
-            depth += 1
-        elif char == "}":
-            depth -= 1
-            if depth == 0:
-                _count_scanned(match.end() - open_pos)
-                return match.start()
+    close = closing_brace(text, open_pos, limit)
+    if close >= 0:
+        _count_scanned(close + 1 - open_pos)
+        return close
     _count_scanned(limit - open_pos)
     _indexes.add(text)
     return -1
@@ -130,7 +125,7 @@ class BraceIndex:
         stack: list[int] = []  # indexes into opens of the real groups open here
         waiting_on: dict[int, list[int]] = {}  # open group -> escaped braces it closes
         waiting_unmatched: list[int] = []  # escaped braces outside every group
-        for match in _BRACE_SCAN.finditer(text):
+        for match in BRACE_SCAN.finditer(text):
             token = match.group()
             if token == "{":
                 stack.append(len(opens))
