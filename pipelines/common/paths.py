@@ -10,6 +10,9 @@ from pathlib import Path
 MODEL_METADATA_FILE = "mathembed.json"
 #: The MLflow run a training logged into (live), which promote resumes: in the model folder.
 TRAINING_RUN_FILE = "mlflow_run.json"
+#: The demo's real corpus, relative to the root: the Stacks Project chapters the mirror is
+#: built from (dvc.yaml's sample stage depends on it) and the book's tags search links by.
+STACKS_CORPUS_DIR = Path("corpora") / "stacks-project"
 
 
 @dataclass(frozen=True)

@@ -22,10 +22,11 @@ from urllib.parse import quote
 
 import pandas as pd
 
+from pipelines.common.paths import STACKS_CORPUS_DIR
 from pipelines.common.tables import ARXIV_ABS
 
 #: The Stacks Project's tags file, relative to the project root (its README says whence).
-STACKS_TAGS_FILE = Path("corpora") / "stacks-project" / "tags"
+STACKS_TAGS_FILE = STACKS_CORPUS_DIR / "tags"
 #: A result's page, by its tag: ``STACKS_TAG_PAGE + "010H"``.
 STACKS_TAG_PAGE = "https://stacks.math.columbia.edu/tag/"
 # A Stacks chapter's source, as ingest links it: the chapter is the file's name.

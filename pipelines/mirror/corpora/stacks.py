@@ -35,6 +35,7 @@ from collections.abc import Iterator, Sequence
 from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 
+from pipelines.common.paths import STACKS_CORPUS_DIR
 from pipelines.mirror.layout import CONTENT_TYPE_TAR, MirrorEntry, format_time, tar_gz
 from pipelines.mirror.manifest import Manifest, Origin, PaperRecord
 from pipelines.mirror.writer import Eprint, PaperVersion, write_mirror
@@ -44,8 +45,7 @@ CORPUS = "stacks-project"
 STACKS_COMMIT = "4ac4815d5a00dc2eacab7824cf4e4baafe2773ac"
 #: A chapter's LaTeX source at that commit: ``STACKS_SOURCE + "categories.tex"``.
 STACKS_SOURCE = f"https://github.com/stacks/stacks-project/blob/{STACKS_COMMIT}/"
-# Relative to the project root (``--root``); dvc.yaml's sample stage depends on it.
-CORPUS_DIR = Path("corpora") / CORPUS
+CORPUS_DIR = STACKS_CORPUS_DIR
 PREAMBLE = "preamble.tex"
 AUTHORS = ("The Stacks project authors",)
 CATEGORY = "math.AG"  # one of ingest.categories
