@@ -104,11 +104,15 @@ def kind_title(kind: str) -> str:
     return kind[:1].upper() + kind[1:]
 
 
+def titled(kind: str, name: str) -> str:
+    """ "Lemma (snake lemma)"; "Lemma" without a name."""
+    return kind_title(kind) + (f" ({name})" if name else "")
+
+
 def statement_heading(ref: StatementRef) -> str:
     """ "Lemma (snake lemma)", or "Lemma" when it has no name; "From the proof of Lemma
     (snake lemma)" when the passage holds only its proof."""
-    name = statement_name(ref).text
-    heading = kind_title(ref.kind or "statement") + (f" ({name})" if name else "")
+    heading = titled(ref.kind or "statement", statement_name(ref).text)
     return f"From the proof of {heading}" if ref.holds == "proof" else heading
 
 

@@ -28,6 +28,7 @@ from typing import Any
 import jinja2
 
 from pipelines.retrieval.lexical import RANKINGS
+from pipelines.search.headings import kind_title, titled
 from pipelines.search.query import MAX_K
 
 DEFAULT_K = 10
@@ -125,19 +126,13 @@ def statement_line(statement: Mapping[str, Any]) -> StatementLine:
     named = _named(statement)
     if named:
         return StatementLine(named, "")
-    return StatementLine(_title(str(statement["kind"])), str(statement.get("label") or ""))
+    return StatementLine(kind_title(str(statement["kind"])), str(statement.get("label") or ""))
 
 
 def _named(fields: Mapping[str, Any]) -> str:
     """ "Lemma (Yoneda lemma)" from ``kind`` and ``name``; "" without a name."""
     kind, name = str(fields.get("kind") or ""), str(fields.get("name") or "")
-    if not name or not kind:
-        return ""
-    return f"{_title(kind)} ({name})"
-
-
-def _title(kind: str) -> str:
-    return kind[:1].upper() + kind[1:]
+    return titled(kind, name) if name and kind else ""
 
 
 @cache
