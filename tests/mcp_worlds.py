@@ -14,11 +14,13 @@ from promotion_worlds import Models, World, make_world
 
 from pipelines.common.io import write_parquet
 
-#: The query, and the passage closest to it: the bag-of-words champion knows both words (a
-#: cosine of 0.94 against at most 0.83 for any other passage) and BM25 finds both in it
-#: twice. The statement is the passage's whole text (20 characters at least, or no passage
-#: is looked for).
-QUERY = "lattice prime"
+#: The query, and the passage closest to it: search reads a passage headed by its statement
+#: ("Theorem (Lattice prime theorem). Main results." before the text), and the
+#: bag-of-words champion (16 tokens, most of them the header) ranks the planted passage
+#: first for its name and section (a cosine of 0.95 against at most 0.91 for any other
+#: passage), as does BM25. The statement is the passage's whole text (20 characters at
+#: least, or no passage is looked for).
+QUERY = "lattice prime theorem main results"
 PLANTED_PAPER = "2402.00001"
 PLANTED_TITLE = "Primes in lattices"
 PLANTED_PASSAGE = "2402.00001v1#c0000"

@@ -25,6 +25,7 @@ import pytest
 from pipelines.common.config import EvaluateParams, Params, PromoteParams
 from pipelines.common.io import write_json, write_parquet
 from pipelines.common.paths import Paths
+from pipelines.common.tables import STATEMENTS_SCHEMA
 from pipelines.promote.aliases import status
 from pipelines.promote.promotion import PromotionResult, promote_candidate
 from pipelines.promote.scoring import eval_data_hash
@@ -207,6 +208,7 @@ def write_tables(
     write_parquet(validated / "queries.parquet", queries)
     write_parquet(validated / "qrels.parquet", qrels)
     write_parquet(validated / "papers.parquet", papers)
+    write_parquet(validated / "statements.parquet", STATEMENTS_SCHEMA.empty_table().to_pandas())
     pairs = pd.DataFrame(
         {
             "anchor": ["prime", "graph"],

@@ -6,7 +6,8 @@ The wings are what stages share. Each imports only the wings before it:
 - ``common/``, the kernel: configuration, paths, I/O, the table contract, locks, the
   command line's contract, offline switches, redaction, and this declaration;
 - ``mathtext/``: the rules of mathematical text (concept names, the phrases that name a
-  concept, masking, cross-references, where a statement sits among the passages);
+  concept, masking, cross-references, where a statement sits among the passages, the
+  statement a passage is shown as and the text retrieval reads for it);
 - ``retrieval/``: the engine (models, embeddings, the embedding store, lexical ranking);
 - ``registry/``: what is recorded about models (the MLflow registry, the candidate's
   record, the metric files and how results are written).

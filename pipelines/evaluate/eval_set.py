@@ -1,9 +1,12 @@
 """The evaluation set: the validated corpus, the held-out queries and their judgments,
 checked against each other and indexed by corpus row.
 
-Sets (:data:`pipelines.common.tables.QUERY_SETS`). ``named``: a held-out concept's name ->
+The corpus is searched as search searches it: each passage's text headed by the statement
+it holds (kind, name, label words, section title;
+:func:`pipelines.mathtext.headings.search_texts`), so the gate measures the text users
+search. Sets (:data:`pipelines.common.tables.QUERY_SETS`). ``named``: a held-out concept's name ->
 its defining passage. ``masked``: the same queries against a corpus in which every
-relevant passage of a named query has that query's name masked out
+relevant passage of a named query has that query's name masked out, header and text
 (:mod:`pipelines.mathtext.masking`; :attr:`EvalSet.masked_texts`), so only its meaning
 can find it. ``described``: a description people wrote (a slogan, a citing sentence) ->
 the held-out statement it describes; the passage a citing sentence sits in holds the
@@ -30,14 +33,17 @@ import pandas as pd
 from pipelines.common import io
 from pipelines.common.paths import Paths
 from pipelines.common.tables import QUERY_SETS, TABLES
+from pipelines.mathtext.headings import search_texts
 from pipelines.mathtext.masking import mask_name, names_in
+from pipelines.mathtext.statements import statements_by_passage
 
 SUBSETS = ("seen", "unseen")
 NAMED = "named"
 MASKED = "masked"
 DESCRIBED = "described"
-#: The validated tables an evaluation reads: the passages, the queries, their judgments.
-EVAL_TABLES = ("chunks", "queries", "qrels")
+#: The validated tables an evaluation reads: the passages, the queries, their judgments,
+#: and the statements that head the passages holding them.
+EVAL_TABLES = ("chunks", "queries", "qrels", "statements")
 REPRO_HINT = "run `make repro` (dvc repro validate) to rebuild data/validated/"
 
 
@@ -169,15 +175,18 @@ def build_eval_set(
     queries: pd.DataFrame,
     qrels: pd.DataFrame,
     *,
+    statements: pd.DataFrame | None = None,
     sources: Mapping[str, Path] | None = None,
 ) -> EvalSet:
     """Check the three tables against each other and index the qrels by corpus row.
 
+    With ``statements`` each passage's text is its search text (headed by the statement it
+    holds: :func:`~pipelines.mathtext.headings.search_texts`); without, its own text.
     ``sources`` names the files the tables came from, for the error messages. A query
     with no relevant (grade >= 1) chunk cannot be scored; it is left out and listed in
     ``queries_without_relevant`` so the counts add up.
     """
-    names = {"chunks": Path("chunks"), "queries": Path("queries"), "qrels": Path("qrels")}
+    names = {table: Path(table) for table in EVAL_TABLES}
     names.update(sources or {})
     _require_columns(chunks, ["chunk_id", "text"], names["chunks"])
     _require_columns(queries, ["query_id", "text"], names["queries"])
@@ -256,7 +265,11 @@ def build_eval_set(
         )
     exclude = queries["exclude"].tolist() if "exclude" in queries else [[]] * len(queries)
     excluded = [frozenset(row_of_chunk[c] for c in ids if c in row_of_chunk) for ids in exclude]
-    corpus_texts = chunks["text"].astype(str).tolist()
+    if statements is None:
+        corpus_texts = chunks["text"].astype(str).tolist()
+    else:
+        _require_columns(chunks, ["paper_id"], names["chunks"])
+        corpus_texts = search_texts(chunks, statements_by_passage(chunks, statements))
     kept_texts = [query_texts[row] for row in scorable]
     kept_qrels = [judged[row] for row in scorable]
     kept_sets = [sets[row] for row in scorable]
@@ -280,11 +293,17 @@ def build_eval_set(
 
 
 def load_eval_set(paths: Paths) -> EvalSet:
-    """Read the validated corpus, queries and qrels (never the unvalidated tables)."""
+    """Read the validated corpus, statements, queries and qrels (never the unvalidated tables)."""
     sources = {name: TABLES[name].validated_path(paths) for name in EVAL_TABLES}
     tables = {}
     for name, path in sources.items():
         if not path.is_file():
             raise FileNotFoundError(f"{path} not found; {REPRO_HINT}")
         tables[name] = io.read_parquet(path)
-    return build_eval_set(tables["chunks"], tables["queries"], tables["qrels"], sources=sources)
+    return build_eval_set(
+        tables["chunks"],
+        tables["queries"],
+        tables["qrels"],
+        statements=tables["statements"],
+        sources=sources,
+    )

@@ -2,7 +2,9 @@
 
 :func:`open_engine` resolves the alias (or version number) to one model version once, so
 the model and its index key cannot disagree if a promotion moves the alias meanwhile;
-loads it (``mlflow.sentence_transformers``); opens the search index of the corpus for that
+loads it (``mlflow.sentence_transformers``); opens the search index of the corpus's search
+texts (each passage headed by the statement it holds, its name, label words and section:
+:func:`pipelines.mathtext.headings.search_texts`, the text evaluate scores) for that
 version's fingerprint (:mod:`pipelines.search.index`: from the per-passage embedding store
 that evaluate and promote fill, so a just-promoted model costs no embedding at all; exact
 below ``search.ann_threshold`` passages, approximate above); loads the BM25 index of the
@@ -32,6 +34,7 @@ import numpy.typing as npt
 from pipelines.common.config import PromoteParams, Ranking, SearchParams
 from pipelines.common.paths import Paths
 from pipelines.common.redact import redact
+from pipelines.mathtext.headings import search_texts
 from pipelines.registry.mlflow_registry import (
     CHAMPION,
     NoChampionError,
@@ -275,7 +278,8 @@ def open_engine(
     fingerprint = version_fingerprint(registry, model_version)
     model = load_registered_model(registry, model_version)
     ref = ModelRef(promote.registered_model, str(model_version.version), asked_alias, fingerprint)
-    texts = corpus.chunks["text"].astype(str).tolist()
+    # What evaluate scored: each passage headed by the statement it holds (name, label, section).
+    texts = search_texts(corpus.chunks, corpus.statements)
     store = open_store(paths, keep=[fingerprint])
     update = open_search_index(
         store, model, fingerprint, texts, params=search, batch_size=BATCH_SIZE

@@ -83,7 +83,7 @@ class _Open(BaseModel):
 
 
 class StatementRef(_Open):
-    """A statement a passage holds (:class:`pipelines.search.statements.StatementRef`)."""
+    """A statement a passage holds (:class:`pipelines.mathtext.statements.StatementRef`)."""
 
     statement_id: str
     kind: str

@@ -27,8 +27,8 @@ from typing import Any
 
 import jinja2
 
+from pipelines.mathtext.headings import kind_title, titled
 from pipelines.retrieval.lexical import RANKINGS
-from pipelines.search.headings import kind_title, titled
 from pipelines.search.query import MAX_K
 
 DEFAULT_K = 10

@@ -7,7 +7,7 @@ persistent passage index and the ranking live in :mod:`pipelines.search.engine`;
 module holds what the one-shot command, the service and the tests share: the checks on a
 request, the hit, the corpus and how hits are printed.
 
-A hit is shown as the statement its passage holds (:mod:`pipelines.search.headings`):
+A hit is shown as the statement its passage holds (:mod:`pipelines.mathtext.headings`):
 its kind, name and heading ("Lemma (snake lemma)", "From the proof of Lemma (snake
 lemma)"; the section title for prose), its section, its slogan, a link to the statement
 itself and a snippet cut where a reader can stop (:mod:`pipelines.search.snippets`).
@@ -26,10 +26,10 @@ import pandas as pd
 from pipelines.common import io
 from pipelines.common.paths import Paths
 from pipelines.common.tables import TABLES
-from pipelines.search import headings
+from pipelines.mathtext import headings
+from pipelines.mathtext.statements import StatementRef, statements_by_passage
 from pipelines.search.links import paper_links, read_tags, statement_link
 from pipelines.search.snippets import ELLIPSIS, Snippet, formula_spans, snippet
-from pipelines.search.statements import StatementRef, statements_by_passage
 
 #: The most passages one request may ask for (the page and the API alike).
 MAX_K = 100

@@ -30,6 +30,7 @@ import metrics_rs
 from pipelines import cli
 from pipelines.common.config import EvaluateParams
 from pipelines.common.paths import Paths
+from pipelines.common.tables import STATEMENTS_SCHEMA
 from pipelines.evaluate import eval_set as evaluation_set
 from pipelines.evaluate import reports, scoring, sources
 from pipelines.evaluate import stage as evaluate
@@ -96,6 +97,11 @@ def write_tables(
     chunks.to_parquet(folder / "chunks.parquet", index=False)
     queries.to_parquet(folder / "queries.parquet", index=False)
     qrels.to_parquet(folder / "qrels.parquet", index=False)
+    # No statements: every passage is searched as its own text (the independent rankings
+    # below read the chunks' text); tests/unit/evaluate/test_eval_set.py heads passages.
+    STATEMENTS_SCHEMA.empty_table().to_pandas().to_parquet(
+        folder / "statements.parquet", index=False
+    )
 
 
 @dataclass(frozen=True)
@@ -913,3 +919,48 @@ def test_evaluate_keeps_the_corpus_s_bm25_index_for_search_and_not_without_the_c
     params = dataclasses.replace(PARAMS, cache=False)
     run_evaluate(params, Paths(uncached), outputs=no_figures(uncached), progress=False)
     assert not Paths(uncached).lexical_index.exists()
+
+
+def test_the_corpus_is_scored_as_search_reads_it_and_masking_covers_the_header() -> None:
+    lemma = "Given an exact sequence of complexes, there is a long exact sequence."
+    chunks = pd.DataFrame(
+        {
+            "chunk_id": ["p#c0", "p#c1"],
+            "paper_id": ["p", "p"],
+            "chunk_index": [0, 1],
+            "section": ["Homological algebra", "Homological algebra"],
+            "text": ["Complexes form an abelian category.", lemma],
+        }
+    )
+    statements = pd.DataFrame(
+        {
+            "statement_id": ["p#s0"],
+            "paper_id": ["p"],
+            "kind": ["lemma"],
+            "name": [""],
+            "label": ["lemma-snake"],
+            "text": [lemma],
+            "proof": [""],
+        }
+    )
+    queries = pd.DataFrame({"query_id": ["q0"], "text": ["snake lemma"], "set": ["named"]})
+    qrels = pd.DataFrame([{"query_id": "q0", "chunk_id": "p#c1", "grade": 2, "unseen": False}])
+    eval_set = evaluation_set.build_eval_set(chunks, queries, qrels, statements=statements)
+    headed = f"Lemma (snake lemma). Homological algebra.\n\n{lemma}"
+    assert eval_set.corpus_texts == ["Complexes form an abelian category.", headed]
+    # the name a named query asks for is in the header alone: string matching finds it,
+    # and the masked set hides it there too
+    assert eval_set.words_in_relevant("named") == 1.0
+    assert "snake" not in eval_set.masked_texts[1] and lemma in eval_set.masked_texts[1]
+    assert eval_set.words_in_relevant("masked") == 0.0
+    # without the statements table the passages are their own text
+    plain = evaluation_set.build_eval_set(chunks, queries, qrels)
+    assert plain.corpus_texts == chunks["text"].tolist() and plain.masked_texts == {}
+
+
+def test_a_statements_table_without_its_columns_names_the_fix() -> None:
+    chunks, queries, qrels = synthetic_tables()
+    with pytest.raises(ValueError, match=r"statements table lacks column\(s\).*make repro"):
+        evaluation_set.build_eval_set(
+            chunks, queries, qrels, statements=pd.DataFrame({"statement_id": ["s"]})
+        )

@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from pipelines.mathtext.statements import statements_by_passage
 from pipelines.search.links import (
     STACKS_TAG_PAGE,
     STACKS_TAGS_FILE,
@@ -20,7 +21,6 @@ from pipelines.search.links import (
 )
 from pipelines.search.query import Corpus, format_hits
 from pipelines.search.snippets import DIAGRAM
-from pipelines.search.statements import statements_by_passage
 
 ROOT = Path(__file__).parents[3]
 HOMOLOGY = (

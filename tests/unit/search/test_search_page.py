@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from pipelines.mathtext.statements import StatementRef, statements_by_passage
 from pipelines.search.assets import CONTENT_TYPES, STATIC_DIR, load_assets, not_modified
 from pipelines.search.page import (
     SCRIPTS,
@@ -21,7 +22,6 @@ from pipelines.search.page import (
     render_page,
     statement_line,
 )
-from pipelines.search.statements import StatementRef, statements_by_passage
 
 
 def hit(text: str, **fields: object) -> dict[str, object]:

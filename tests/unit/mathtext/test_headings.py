@@ -1,4 +1,4 @@
-"""What a hit is called (pipelines.search.headings): names from labels, headings, kinds and
+"""What a hit is called (pipelines.mathtext.headings): names from labels, headings, kinds and
 the text search could index; on real Stacks Project and blueprint labels."""
 
 from __future__ import annotations
@@ -6,18 +6,20 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
-from pipelines.search.headings import (
+from pipelines.mathtext.headings import (
     hit_heading,
     hit_kind,
     name_from_label,
     primary_statement,
+    search_header,
+    search_texts,
     statement_heading,
     statement_name,
-    statement_search_text,
 )
-from pipelines.search.statements import StatementRef
+from pipelines.mathtext.statements import StatementRef, statements_by_passage
 
 STACKS = Path(__file__).parents[3] / "corpora" / "stacks-project"
 
@@ -121,22 +123,54 @@ def test_a_passage_is_shown_as_the_statement_that_starts_in_it() -> None:
     assert primary_statement(()) is None
 
 
-def test_the_text_search_could_index_names_the_statement_and_its_section() -> None:
-    text = "Let $\\mathcal{A}$ be an abelian category."
-    snake = statement_search_text(
-        kind="lemma", name="", label="lemma-snake", section="Abelian categories", text=text
-    )
-    assert snake == f"Lemma (snake lemma). Abelian categories.\n\n{text}"
-    proper = statement_search_text(
-        kind="lemma",
-        name="Valuative criterion for properness",
-        label="lemma-characterize-proper",
-        section="",
-        text="x",
+def test_the_search_header_names_the_statement_and_its_section() -> None:
+    snake = search_header(StatementRef("s", "lemma", "", "lemma-snake"), "Abelian  categories")
+    assert snake == "Lemma (snake lemma). Abelian categories.\n\n"
+    proper = search_header(
+        StatementRef(
+            "p", "lemma", "Valuative criterion for properness", "lemma-characterize-proper"
+        ),
+        "",
     )
     # the label's words add what the name lacks
-    assert proper == "Lemma (Valuative criterion for properness). characterize proper.\n\nx"
-    yoneda = statement_search_text(
-        kind="lemma", name="Yoneda lemma", label="lemma-yoneda", section="", text="x"
+    assert proper == "Lemma (Valuative criterion for properness). characterize proper.\n\n"
+    yoneda = search_header(StatementRef("y", "lemma", "Yoneda lemma", "lemma-yoneda"), "")
+    assert yoneda == "Lemma (Yoneda lemma).\n\n"
+    proof = search_header(StatementRef("s", "lemma", "", "lemma-snake", holds="proof"), "")
+    assert proof == "From the proof of Lemma (snake lemma).\n\n"
+    # a statement with neither name nor label is still headed by its kind
+    assert search_header(StatementRef("n", "remark", "", ""), "") == "Remark.\n\n"
+    assert search_header(None, "Abelian categories") == ""  # prose is searched as it is
+
+
+def test_search_texts_head_each_passage_with_the_statement_it_is_shown_as() -> None:
+    lemma = "Let $f$ be a morphism of abelian groups. Then the kernel is a subgroup."
+    proof = "Omitted: a kernel is closed under sums."
+    chunks = pd.DataFrame(
+        {
+            "chunk_id": ["p#c0", "p#c1", "p#c2"],
+            "paper_id": ["p", "p", "p"],
+            "chunk_index": [0, 1, 2],
+            "section": ["Kernels", None, "Kernels"],
+            "text": ["Some prose about groups and their maps.", lemma, proof],
+        }
     )
-    assert yoneda == "Lemma (Yoneda lemma).\n\nx"
+    statements = pd.DataFrame(
+        {
+            "statement_id": ["p#s1"],
+            "paper_id": ["p"],
+            "kind": ["lemma"],
+            "name": [""],
+            "label": ["lemma-kernel-subgroup"],
+            "text": [lemma],
+            "proof": [proof],
+        }
+    )
+    texts = search_texts(chunks, statements_by_passage(chunks, statements))
+    assert texts == [
+        "Some prose about groups and their maps.",
+        f"Lemma (kernel subgroup).\n\n{lemma}",  # no section: none said
+        f"From the proof of Lemma (kernel subgroup). Kernels.\n\n{proof}",
+    ]
+    # without statements every passage is its own text
+    assert search_texts(chunks.drop(columns="section"), {}) == chunks["text"].tolist()

@@ -14,10 +14,13 @@ Pure functions only; no I/O.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
+import pandas as pd
+
 from pipelines.mathtext.names import word_set
-from pipelines.search.statements import StatementRef
+from pipelines.mathtext.statements import StatementRef
 
 #: The kind of a passage that is only the proof of a statement, and of plain prose.
 PROOF = "proof"
@@ -140,23 +143,44 @@ def hit_heading(statement: StatementRef | None, section: str) -> str:
     return statement_heading(statement)
 
 
-def statement_search_text(*, kind: str, name: str, label: str, section: str, text: str) -> str:
-    """A statement's text as search could index it: its heading with its name (bracketed,
-    else made from the label), the label's words where the name does not already hold
-    them, and its section title, then the text. Not wired in: indexing it changes what
-    the evaluation sets measure.
+def search_header(statement: StatementRef | None, section: str) -> str:
+    """What retrieval reads before a passage's text so a statement is found by what it is
+    called: the heading of the statement the passage is shown as (:func:`statement_heading`:
+    "From the proof of ..." for a passage holding only its proof), the label's words where
+    the name does not already hold them, and the section title; "" for prose (no statement).
 
     ``lemma-snake`` in section "Abelian categories" gives "Lemma (snake lemma). Abelian
-    categories.\\n\\nLet A be ..."."""
-    ref = StatementRef("", kind, name, label)
-    parts = [statement_heading(ref)]
-    label_words = name_from_label(label)
-    named = statement_name(ref).text.lower()
+    categories.\\n\\n"."""
+    if statement is None:
+        return ""
+    parts = [statement_heading(statement)]
+    label_words = name_from_label(statement.label)
+    named = statement_name(statement).text.lower()
     if label_words and not set(label_words.lower().split()) <= set(named.split()):
         parts.append(label_words)
     if section.strip():
         parts.append(" ".join(section.split()))
-    return ". ".join(parts) + ".\n\n" + text
+    return ". ".join(parts) + ".\n\n"
+
+
+def search_texts(
+    chunks: pd.DataFrame, statements: Mapping[str, tuple[StatementRef, ...]]
+) -> list[str]:
+    """Per passage (``chunks``' rows, in order), the text evaluate scores and search embeds
+    and indexes: :func:`search_header` of the statement it is shown as
+    (:func:`primary_statement` of ``statements``, :func:`~pipelines.mathtext.statements.
+    statements_by_passage`), then its text. One function for both, so the gate measures
+    the text users search."""
+    sections = chunks["section"] if "section" in chunks.columns else pd.Series("", chunks.index)
+    return [
+        search_header(primary_statement(statements.get(chunk_id, ())), section) + text
+        for chunk_id, section, text in zip(
+            chunks["chunk_id"].astype(str),
+            sections.fillna("").astype(str),
+            chunks["text"].astype(str),
+            strict=True,
+        )
+    ]
 
 
 def _joined(words: list[str]) -> str:

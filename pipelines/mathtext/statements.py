@@ -1,6 +1,6 @@
 """Which statements a passage holds, and what of each (its start, the rest of its text,
 its proof), so a hit can say what it is ("Lemma (Yoneda lemma)", "From the proof of Lemma
-(snake lemma)": :mod:`pipelines.search.headings`) above its text.
+(snake lemma)": :mod:`pipelines.mathtext.headings`) above its text.
 
 Prepare cuts a paper's statements and its passages from one text but records no link
 between them; :class:`~pipelines.mathtext.passages.PassageFinder` finds where each statement
