@@ -4,7 +4,9 @@ checked against each other and indexed by corpus row.
 The corpus is searched as search searches it: each passage's text headed by the statement
 it holds (kind, name, label words, section title;
 :func:`pipelines.mathtext.headings.search_texts`), so the gate measures the text users
-search. Sets (:data:`pipelines.common.tables.QUERY_SETS`). ``named``: a held-out concept's name ->
+search.
+
+Sets (:data:`pipelines.common.tables.QUERY_SETS`). ``named``: a held-out concept's name ->
 its defining passage. ``masked``: the same queries against a corpus in which every
 relevant passage of a named query has that query's name masked out, header and text
 (:mod:`pipelines.mathtext.masking`; :attr:`EvalSet.masked_texts`), so only its meaning

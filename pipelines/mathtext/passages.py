@@ -3,8 +3,9 @@ what stands in a passage's text for a citation and a cross-reference."""
 
 from __future__ import annotations
 
+import bisect
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 #: What a passage holds where its LaTeX cited a work (``\\cite``) or referred to a label
 #: (``\\ref`` and its kin): keeps the sentence readable ("proved in [cite]").
@@ -22,12 +23,27 @@ def _flat(text: str) -> str:
     return " ".join(text.split())
 
 
+#: What joins a paper's flattened passages into one text searched at once: a character
+#: flattened text never holds (a probe cannot run across two passages).
+JOIN = "\x00"
+
+
 class PassageFinder:
-    """Finds, among one paper's passages, the one holding a statement (or a proof)."""
+    """Finds, among one paper's passages, the one holding a statement (or a proof).
+
+    The paper's passages are searched as one text (joined by :data:`JOIN`), each match
+    mapped back to its passage: one scan per probe rather than one per passage (a Stacks
+    chapter has hundreds)."""
 
     def __init__(self, chunks: Iterable[tuple[str, str]]) -> None:
         """``chunks``: ``(chunk_id, text)`` in paper order."""
         self._chunks = [(chunk_id, _flat(text)) for chunk_id, text in chunks]
+        self._text = JOIN.join(text for _chunk_id, text in self._chunks)
+        self._starts: list[int] = []
+        offset = 0
+        for _chunk_id, text in self._chunks:
+            self._starts.append(offset)
+            offset += len(text) + len(JOIN)
 
     def find(self, text: str) -> str:
         """The id of the passage holding the most of the start of ``text``, or "".
@@ -47,11 +63,11 @@ class PassageFinder:
         first = self._find_start(flat)
         if first is None:
             return ()
-        tail = flat[-PROBE_CHARS:]
-        for index in range(first, len(self._chunks)):
-            if tail in self._chunks[index][1]:
-                return tuple(chunk_id for chunk_id, _text in self._chunks[first : index + 1])
-        return (self._chunks[first][0],)
+        at = self._text.find(flat[-PROBE_CHARS:], self._starts[first]) if JOIN not in flat else -1
+        if at < 0:
+            return (self._chunks[first][0],)
+        last = self._passage_at(at)
+        return tuple(chunk_id for chunk_id, _text in self._chunks[first : last + 1])
 
     def holding(self, text: str) -> tuple[str, ...]:
         """The passages ``text`` runs over (:meth:`span`) and every other one holding all of
@@ -60,10 +76,23 @@ class PassageFinder:
         spanned = self.span(text)
         if not spanned:
             return ()
-        whole = {chunk_id for chunk_id, chunk_text in self._chunks if flat in chunk_text}
+        whole = {self._chunks[index][0] for index, _start in self._matches(flat)}
         return tuple(
             chunk_id for chunk_id, _text in self._chunks if chunk_id in whole or chunk_id in spanned
         )
+
+    def _passage_at(self, offset: int) -> int:
+        return bisect.bisect_right(self._starts, offset) - 1
+
+    def _matches(self, needle: str) -> Iterator[tuple[int, int]]:
+        """Each place ``needle`` occurs, as (passage index, offset in the joined text), in
+        the passages' order and then by position."""
+        if not needle or JOIN in needle:
+            return
+        at = self._text.find(needle)
+        while at >= 0:
+            yield self._passage_at(at), at
+            at = self._text.find(needle, at + 1)
 
     def _find_start(self, flat: str) -> int | None:
         probe = flat[:PROBE_CHARS]
@@ -71,12 +100,10 @@ class PassageFinder:
             return None
         best: int | None = None
         best_length = 0
-        for position, (_chunk_id, chunk_text) in enumerate(self._chunks):
-            start = chunk_text.find(probe)
-            while start >= 0:
-                window = chunk_text[start : start + len(flat)]
-                length = len(os.path.commonprefix([window, flat]))
-                if length > best_length:
-                    best, best_length = position, length
-                start = chunk_text.find(probe, start + 1)
+        for position, at in self._matches(probe):
+            end = self._starts[position] + len(self._chunks[position][1])
+            window = self._text[at : min(at + len(flat), end)]
+            length = len(os.path.commonprefix([window, flat]))
+            if length > best_length:
+                best, best_length = position, length
         return best

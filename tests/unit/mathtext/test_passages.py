@@ -62,3 +62,21 @@ def test_a_sentence_in_the_overlap_of_two_passages_is_held_by_both() -> None:
     assert finder.span(sentence) == ("c1",)
     assert finder.holding(sentence) == ("c1", "c2")
     assert finder.holding("A sentence that is nowhere in the paper at all, really.") == ()
+
+
+def test_text_split_between_two_passages_is_not_found_as_if_one_held_it() -> None:
+    # The paper's passages are searched as one text: a statement whose first part ends one
+    # passage and whose rest opens the next (no overlap) starts in the first and ends in the
+    # second, and a piece across the cut is held by neither.
+    statement = (
+        "Let $k$ be a field and let $V$ be a vector space of finite dimension over $k$. "
+        "Then every linear injection of $V$ into itself is a bijection onto $V$."
+    )
+    finder = PassageFinder(
+        [("c0", "Lemma. " + statement[:60]), ("c1", statement[60:] + " Proof. Omitted.")]
+    )
+    assert finder.find(statement) == "c0"
+    assert finder.span(statement) == ("c0", "c1")
+    assert finder.holding(statement) == ("c0", "c1")
+    assert finder.find(statement[40:90]) == ""  # across the cut: in no passage
+    assert finder.holding(statement[40:90]) == ()
