@@ -13,6 +13,7 @@ Pure functions only; no I/O.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -59,6 +60,7 @@ class Name:
     derived: bool = False
 
 
+@functools.lru_cache(maxsize=1 << 16)  # a corpus asks for the same labels again and again
 def name_from_label(label: str, kind: str = "") -> str:
     """A name made of ``label``'s words, or "" when they make none.
 

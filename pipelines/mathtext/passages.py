@@ -4,7 +4,6 @@ what stands in a passage's text for a citation and a cross-reference."""
 from __future__ import annotations
 
 import bisect
-import os
 from collections.abc import Iterable, Iterator
 
 #: What a passage holds where its LaTeX cited a work (``\\cite``) or referred to a label
@@ -16,6 +15,19 @@ REF_PLACEHOLDER = "[ref]"
 PROBE_CHARS = 50
 # ... and a statement shorter than this is not looked for at all.
 MIN_PROBE_CHARS = 20
+
+
+def common_prefix_length(first: str, second: str) -> int:
+    """How many characters ``first`` and ``second`` agree on from the start: halving by
+    slice comparisons (C speed), not a character loop as ``os.path.commonprefix`` runs."""
+    agree, differ = 0, min(len(first), len(second)) + 1  # first[:agree] == second[:agree]
+    while differ - agree > 1:
+        middle = (agree + differ) // 2
+        if first[:middle] == second[:middle]:
+            agree = middle
+        else:
+            differ = middle
+    return agree
 
 
 def _flat(text: str) -> str:
@@ -102,8 +114,7 @@ class PassageFinder:
         best_length = 0
         for position, at in self._matches(probe):
             end = self._starts[position] + len(self._chunks[position][1])
-            window = self._text[at : min(at + len(flat), end)]
-            length = len(os.path.commonprefix([window, flat]))
+            length = common_prefix_length(self._text[at : min(at + len(flat), end)], flat)
             if length > best_length:
                 best, best_length = position, length
         return best

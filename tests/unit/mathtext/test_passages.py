@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from pipelines.mathtext.passages import PassageFinder
+import os
+import random
+
+from pipelines.mathtext.passages import PassageFinder, common_prefix_length
 
 OPENING = "Let $S$ be a scheme. Let $X$ be an algebraic space over $S$. "
 FIRST = OPENING + "Then $X$ is quasi-separated. This lemma is about something else."
@@ -80,3 +83,15 @@ def test_text_split_between_two_passages_is_not_found_as_if_one_held_it() -> Non
     assert finder.holding(statement) == ("c0", "c1")
     assert finder.find(statement[40:90]) == ""  # across the cut: in no passage
     assert finder.holding(statement[40:90]) == ()
+
+
+def test_the_common_prefix_is_the_one_a_character_loop_finds() -> None:
+    rng = random.Random(7)
+    for _ in range(2000):
+        first = "".join(rng.choice("ab$ ") for _ in range(rng.randrange(0, 40)))
+        second = first[: rng.randrange(0, len(first) + 1)] + "".join(
+            rng.choice("ab$ ") for _ in range(rng.randrange(0, 10))
+        )
+        expected = len(os.path.commonprefix([first, second]))
+        assert common_prefix_length(first, second) == expected
+        assert common_prefix_length(second, first) == expected
