@@ -58,8 +58,17 @@ from pipelines.mathtext.names import SurfaceMatcher
 # Bump when the cache file's layout changes.
 CACHE_FORMAT = 2  # 2: candidates carry their statement_id
 # The code a cached extraction or scan depends on, besides every module of this package:
-# the concept-name rules (mathtext/) and the allowed values (the kernel's table contract).
-_SHARED_CODE = ("mathtext/names.py", "common/tables.py")
+# the rules of mathematical text it imports (mathtext/: names, the phrases that name a
+# concept, where a statement sits among the passages, cross-references) and the allowed
+# values (the kernel's table contract). tests/unit/graph/test_graph.py checks that every
+# mathtext module the package imports is here.
+_SHARED_CODE = (
+    "mathtext/concept_phrases.py",
+    "mathtext/names.py",
+    "mathtext/passages.py",
+    "mathtext/refs.py",
+    "common/tables.py",
+)
 #: The graph knobs that decide whether and when a paper is worked on, not what comes out:
 #: no part of a fingerprint.
 SCHEDULING_KNOBS = frozenset({"paper_timeout_seconds", "stage_budget_seconds", "max_paper_retries"})

@@ -44,6 +44,7 @@ from pipelines.mathtext.names import (
     surface_forms,
 )
 from pipelines.pairs.stage import run_pairs
+from tooling.imports import closure
 
 CORPUS: dict[str, dict[str, Any]] = {
     "2401.00001": {
@@ -1393,3 +1394,18 @@ def test_a_damaged_scan_entry_is_recomputed(
     run_graph(GraphParams(), paths, extractor=CountingExtractor(), workers=0)
     assert len(scan_calls) == 1
     assert graph_bytes(paths) == first
+
+
+def test_the_cache_key_holds_every_rule_of_mathematical_text_the_graph_runs() -> None:
+    # An edit to a mathtext module the graph imports (where a statement sits among the
+    # passages, say) must invalidate cached extractions and scans, as an edit to graph/ does.
+    import pipelines.graph.cache as graph_module
+
+    package = Path(graph_module.__file__).parent
+    modules, _external = closure(f"pipelines.graph.{path.stem}" for path in package.glob("*.py"))
+    imported = {
+        f"mathtext/{module.rsplit('.', 1)[1]}.py"
+        for module in modules
+        if module.startswith("pipelines.mathtext.")
+    }
+    assert imported <= set(graph_module._SHARED_CODE), imported - set(graph_module._SHARED_CODE)
