@@ -98,7 +98,7 @@ from pipelines.retrieval.vector_store import (  # noqa: E402
 )
 from pipelines.search.engine import BATCH_SIZE, SearchEngine, open_engine  # noqa: E402
 from pipelines.search.index import PassageIndex  # noqa: E402
-from pipelines.search.query import corpus_dir  # noqa: E402
+from pipelines.search.query import corpus_dir, one_per_statement  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 QUESTIONS = REPO / "benchmarks" / "search_questions.yaml"
@@ -227,20 +227,41 @@ def candidates(
     return Candidates(list(texts), dense, cosines, words)
 
 
-def ranked(found: Candidates, ranking: str, limit: int = max(KS)) -> Lists:
-    """Each query's first ``limit`` rows under one of :data:`RANKINGS`, as the engine orders."""
+#: The statement a corpus row is shown as (:meth:`pipelines.search.query.Corpus.statement_of`),
+#: for rankings that show one hit per statement as the engine does; ``None``: passages.
+StatementOf = Callable[[int], tuple[str, bool] | None] | None
+
+
+def shown(rows: list[int], statement_of: StatementOf, limit: int) -> list[int]:
+    """The first ``limit`` rows, one per statement when ``statement_of`` is given."""
+    if statement_of is None:
+        return rows[:limit]
+    return one_per_statement(rows, statement_of, limit)
+
+
+def ranked(
+    found: Candidates, ranking: str, limit: int = max(KS), statement_of: StatementOf = None
+) -> Lists:
+    """Each query's first ``limit`` rows under one of :data:`RANKINGS`, as the engine orders
+    (one per statement with ``statement_of``, as the engine shows them)."""
     return [
-        order(ranking, text, dense, words, limit)  # type: ignore[arg-type]
+        shown(order(ranking, text, dense, words, FUSION_DEPTH), statement_of, limit)  # type: ignore[arg-type]
         for text, dense, words in zip(found.texts, found.dense, found.lexical, strict=True)
     ]
 
 
-def weighted(found: Candidates, sentence_weight: float, limit: int = max(KS)) -> Lists:
+def weighted(
+    found: Candidates,
+    sentence_weight: float,
+    limit: int = max(KS),
+    statement_of: StatementOf = None,
+) -> Lists:
     """Adaptive fusion with another BM25 weight for sentences (the sensitivity table)."""
     lists = []
     for text, dense, words in zip(found.texts, found.dense, found.lexical, strict=True):
         weight = NAME_LEXICAL_WEIGHT if is_name(text) else sentence_weight
-        lists.append(fuse([dense, words], limit, [1.0, weight])[0] if weight else dense[:limit])
+        rows = fuse([dense, words], FUSION_DEPTH, [1.0, weight])[0] if weight else list(dense)
+        lists.append(shown(rows, statement_of, limit))
     return lists
 
 
@@ -363,20 +384,21 @@ def gate_table(
 
 
 def question_table(
-    found: Candidates, questions: Sequence[Question], n_docs: int
+    found: Candidates, questions: Sequence[Question], n_docs: int, statement_of: StatementOf
 ) -> tuple[dict[str, Any], dict[str, Lists]]:
-    """Per ranking: top-1, top-10 and MRR@10 on all questions, the names and the sentences;
-    and each ranking's lists."""
+    """Per ranking: top-1, top-10 and MRR@10 on all questions, the names and the sentences,
+    ranked one hit per statement as the engine shows them; and each ranking's lists."""
     qrels = [dict.fromkeys(sorted(question.rows), 1) for question in questions]
     names = [is_name(question.text) for question in questions]
     by_ranking: dict[str, Any] = {}
     lists_of: dict[str, Lists] = {}
     for ranking in RANKINGS:
-        lists_of[ranking] = ranked(found, ranking)
+        lists_of[ranking] = ranked(found, ranking, statement_of=statement_of)
         by_ranking[ranking] = {"all": summary(scores_of(lists_of[ranking], qrels, n_docs))}
         for part, keep in (("names", names), ("sentences", [not n for n in names])):
             part_qrels = [q for q, k in zip(qrels, keep, strict=True) if k]
-            scored = scores_of(ranked(found.where(keep), ranking), part_qrels, n_docs)
+            part_lists = ranked(found.where(keep), ranking, statement_of=statement_of)
+            scored = scores_of(part_lists, part_qrels, n_docs)
             by_ranking[ranking][part] = summary(scored)
     return by_ranking, lists_of
 
@@ -649,15 +671,17 @@ def measure(
     eval_set: EvalSet,
     eval_query_vectors: npt.NDArray[np.float32],
     params: Params,
+    statement_of: StatementOf,
 ) -> Measured:
-    """The question set and the gate sets, each ranking, over one corpus text."""
+    """The question set (one hit per statement, as the engine shows them) and the gate sets
+    (passages, as evaluate scores them), each ranking, over one corpus text."""
     asked = [*questions, *misses]
     texts = [question.text for question in asked]
     index, lexical = corpus
     n_docs = index.vectors.shape[0]
     found_all = candidates(texts, asked_vectors, index, lexical, [frozenset()] * len(asked))
     found = found_all.slice(0, len(questions))
-    by_ranking, lists_of = question_table(found, questions, n_docs)
+    by_ranking, lists_of = question_table(found, questions, n_docs, statement_of)
     qrels = [dict.fromkeys(sorted(question.rows), 1) for question in questions]
     question_mrr = {
         ranking: scores_of(lists, qrels, n_docs)["per_query"]["mrr@10"]
@@ -741,6 +765,7 @@ def text_comparison(
                 eval_set=eval_set,
                 eval_query_vectors=eval_vectors,
                 params=params,
+                statement_of=engine.corpus.statement_of,
             )
 
     over(engine.model, engine.ref.fingerprint, "champion", champion_vectors)
@@ -874,6 +899,7 @@ def run(root: Path, questions_path: Path) -> dict[str, Any]:
         eval_set=eval_set,
         eval_query_vectors=eval_vectors,
         params=params,
+        statement_of=engine.corpus.statement_of,
     )
     found_all = served.found_all
     found = found_all.slice(0, len(questions))
@@ -881,7 +907,7 @@ def run(root: Path, questions_path: Path) -> dict[str, Any]:
     for i, question in enumerate(questions[:5]):
         for ranking in RANKINGS:
             served_ids = [hit.chunk_id for hit in engine.search(question.text, max(KS), ranking)]
-            rows = ranked(found.slice(i), ranking)[0]
+            rows = ranked(found.slice(i), ranking, statement_of=engine.corpus.statement_of)[0]
             if served_ids != engine.corpus.chunks["chunk_id"].iloc[rows].astype(str).tolist():
                 raise SystemExit(f"the engine ranks {question.id!r} ({ranking}) otherwise")
 
@@ -889,7 +915,11 @@ def run(root: Path, questions_path: Path) -> dict[str, Any]:
     names = [is_name(question.text) for question in questions]
     by_ranking, lists_of, gate = served.question_set, served.lists, served.gate_sets
     sensitivity = {
-        str(weight): summary(scores_of(weighted(found, weight), qrels, n_docs))
+        str(weight): summary(
+            scores_of(
+                weighted(found, weight, statement_of=engine.corpus.statement_of), qrels, n_docs
+            )
+        )
         for weight in SENTENCE_WEIGHTS
     }
     question_scores: dict[str, dict[str, float]] = {
@@ -1151,7 +1181,9 @@ def render(result: Mapping[str, Any]) -> str:
     sizes = ", ".join(f"{name} {result['gate_sets'][name]['queries']}" for name in GATE_SETS)
     lines += [
         "",
-        f"Gate sets: {sizes} queries, as evaluate scores them; 'worse' marks a ranking "
+        "Questions are ranked as the engine shows hits: one per statement (its passages, "
+        "proof included, give way to the one where it starts). "
+        f"Gate sets: {sizes} queries, as evaluate scores them (passages); 'worse' marks a ranking "
         "significantly below the "
         "set's best (paired test, promote's method, alpha "
         f"{result['paired_test']['alpha']}). adaptive: BM25 weight "

@@ -55,7 +55,7 @@ from pipelines.retrieval.lexical import (
 )
 from pipelines.retrieval.vector_store import EmbeddingStore, embed_stored, open_store
 from pipelines.search.index import PassageIndex, SearchIndex, open_search_index
-from pipelines.search.query import Corpus, Hit, check_request, read_corpus
+from pipelines.search.query import Corpus, Hit, check_request, one_per_statement, read_corpus
 
 if TYPE_CHECKING:
     from mlflow.entities.model_registry import ModelVersion
@@ -144,7 +144,9 @@ class SearchEngine:
 
     def search(self, query: str, k: int, ranking: str | None = None) -> list[Hit]:
         """The best ``k`` passages, best first, ordered by ``ranking`` (default the
-        engine's); each hit's score is the cosine between query and passage."""
+        engine's), one per statement (:func:`pipelines.search.query.one_per_statement`: a
+        statement is shown once, where it starts when that passage is ranked); each hit's
+        score is the cosine between query and passage."""
         return self.results(query, k, ranking).hits
 
     def results(self, query: str, k: int, ranking: str | None = None) -> Results:
@@ -153,11 +155,13 @@ class SearchEngine:
         how = check_ranking(ranking or self.ranking)
         query_vector = self.encode_query(query)
         fused = lexical_weight(how, query) > 0
-        depth = max(k, FUSION_DEPTH) if fused else k
+        # Deeper than k: passages of a statement already shown give their place to others.
+        depth = max(k, FUSION_DEPTH)
         dense_rows, dense_scores = self.index.top(query_vector, depth)
         cosine = dict(zip(dense_rows, dense_scores, strict=True))
         lexical_rows = self.lexical.top(query, depth)[0] if fused else []
-        rows = order(how, query, dense_rows, lexical_rows, k)
+        ranked = order(how, query, dense_rows, lexical_rows, depth)
+        rows = one_per_statement(ranked, self.corpus.statement_of, k)
         unscored = [row for row in rows if row not in cosine]
         if unscored:  # BM25 brought them in from beyond the model's list
             scores = self._passage_vectors(unscored) @ query_vector.reshape(-1)

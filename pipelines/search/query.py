@@ -15,8 +15,9 @@ itself and a snippet cut where a reader can stop (:mod:`pipelines.search.snippet
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -127,6 +128,16 @@ class Corpus:
     #: The Stacks Project's tags, full label -> tag (:func:`pipelines.search.links.read_tags`).
     tags: Mapping[str, str] = field(default_factory=dict)
 
+    @functools.cached_property
+    def _chunk_ids(self) -> list[str]:
+        return self.chunks["chunk_id"].astype(str).tolist()
+
+    def statement_of(self, row: int) -> tuple[str, bool] | None:
+        """The statement row's passage is shown as, and whether the passage holds its start;
+        ``None`` for prose."""
+        statement = headings.primary_statement(self.statements.get(self._chunk_ids[row], ()))
+        return None if statement is None else (statement.statement_id, statement.holds == "start")
+
     def hit(self, row: int, score: float) -> Hit:
         chunk = self.chunks.iloc[row]
         paper_id = str(chunk["paper_id"])
@@ -146,6 +157,34 @@ class Corpus:
             ),
             section=str(section) if isinstance(section, str) else "",
         )
+
+
+def one_per_statement(
+    rows: Sequence[int], statement_of: Callable[[int], tuple[str, bool] | None], limit: int
+) -> list[int]:
+    """The first ``limit`` of ranked ``rows`` with one hit per statement: where several
+    passages of one statement are ranked (where it starts, the rest of its text, its proof),
+    the statement takes the place of the first of them, shown by the passage where it starts
+    when that one is ranked too (so "Lemma (snake lemma)" comes before "From the proof of
+    Lemma (snake lemma)", not both). ``statement_of`` is :meth:`Corpus.statement_of`; prose
+    passages stand alone."""
+    start_of: dict[str, int] = {}
+    for row in rows:
+        shown = statement_of(row)
+        if shown is not None and shown[1]:
+            start_of.setdefault(shown[0], row)
+    kept: list[int] = []
+    seen: set[str] = set()
+    for row in rows:
+        if len(kept) == limit:
+            break
+        shown = statement_of(row)
+        if shown is None:
+            kept.append(row)
+        elif shown[0] not in seen:
+            seen.add(shown[0])
+            kept.append(start_of.get(shown[0], row))
+    return kept
 
 
 def check_request(query: str, k: int) -> None:

@@ -88,7 +88,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory, tiny_bert_dir: Path) -> Iter
                     "base_model": str(tiny_bert_dir),
                     "pooling": "mean",
                     "batch_size": 16,
-                    "max_seq_length": 64,
+                    # a passage is searched headed by its statement: room for both
+                    "max_seq_length": 128,
                     "epochs": 1,
                     "max_steps": 80,
                     "learning_rate": 1.0e-3,

@@ -19,7 +19,7 @@ from pipelines.search.links import (
     stacks_tag,
     statement_link,
 )
-from pipelines.search.query import Corpus, format_hits
+from pipelines.search.query import Corpus, format_hits, one_per_statement
 from pipelines.search.snippets import DIAGRAM
 
 ROOT = Path(__file__).parents[3]
@@ -178,3 +178,15 @@ def test_statements_without_names_slogans_or_proofs_still_make_sane_hits() -> No
     assert first.snippet(30).text == "Every price here is $ 5 or…"  # a lone $ is a dollar
     assert rest.heading == "Lemma" and rest.snippet(None).text.startswith("… and on, until")
     assert first.section == "" and format_hits([first]).splitlines()[1] == "    p · [p#c0]"
+
+
+def test_a_statement_is_one_hit_shown_where_it_starts(corpus: Corpus) -> None:
+    # Ranked: the proof (h#c2), the prose (h#c0), the lemma (h#c1): the lemma takes its
+    # proof's place, once; prose stands alone.
+    assert corpus.statement_of(1) == ("h#s0", True) and corpus.statement_of(2) == ("h#s0", False)
+    assert corpus.statement_of(0) is None
+    assert one_per_statement([2, 0, 1, 3], corpus.statement_of, 10) == [1, 0, 3]
+    assert one_per_statement([2, 0, 1, 3], corpus.statement_of, 2) == [1, 0]
+    # only the proof ranked: it is shown ("From the proof of ..."), not a passage unranked
+    assert one_per_statement([2, 3], corpus.statement_of, 10) == [2, 3]
+    assert one_per_statement([], corpus.statement_of, 10) == []
