@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pandas as pd
 
@@ -145,24 +145,40 @@ def hit_heading(statement: StatementRef | None, section: str) -> str:
     return statement_heading(statement)
 
 
+#: The most characters a header takes of a name, a label and a section title: a real one
+#: is far shorter (the demo's longest: 45, 64, 62), and a hostile paper's 10 KB title
+#: must not push the passage out of what the model reads.
+HEADER_PART_CHARS = 160
+
+
 def search_header(statement: StatementRef | None, section: str) -> str:
     """What retrieval reads before a passage's text so a statement is found by what it is
     called: the heading of the statement the passage is shown as (:func:`statement_heading`:
     "From the proof of ..." for a passage holding only its proof), the label's words where
-    the name does not already hold them, and the section title; "" for prose (no statement).
+    the name does not already hold them, and the section title, each cut to
+    :data:`HEADER_PART_CHARS` at a word; "" for prose (no statement).
 
     ``lemma-snake`` in section "Abelian categories" gives "Lemma (snake lemma). Abelian
     categories.\\n\\n"."""
     if statement is None:
         return ""
+    statement = replace(statement, name=_bounded(statement.name), label=_bounded(statement.label))
     parts = [statement_heading(statement)]
     label_words = name_from_label(statement.label)
     named = statement_name(statement).text.lower()
     if label_words and not set(label_words.lower().split()) <= set(named.split()):
         parts.append(label_words)
     if section.strip():
-        parts.append(" ".join(section.split()))
+        parts.append(_bounded(section))
     return ". ".join(parts) + ".\n\n"
+
+
+def _bounded(text: str) -> str:
+    flat = " ".join(text.split())
+    if len(flat) <= HEADER_PART_CHARS:
+        return flat
+    cut = flat[:HEADER_PART_CHARS]
+    return cut.rsplit(" ", 1)[0] if " " in cut else cut
 
 
 def search_texts(

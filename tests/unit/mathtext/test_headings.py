@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from pipelines.mathtext.headings import (
+    HEADER_PART_CHARS,
     hit_heading,
     hit_kind,
     name_from_label,
@@ -174,3 +175,14 @@ def test_search_texts_head_each_passage_with_the_statement_it_is_shown_as() -> N
     ]
     # without statements every passage is its own text
     assert search_texts(chunks.drop(columns="section"), {}) == chunks["text"].tolist()
+
+
+def test_a_hostile_name_label_or_section_cannot_crowd_the_passage_out() -> None:
+    # A paper's 10 KB bracketed title or section: the header keeps a readable start of each.
+    words = "very " * 2000
+    hostile = StatementRef("h", "theorem", f"Main {words}theorem", "thm:" + "x" * 5000)
+    header = search_header(hostile, "Section " + words)
+    assert header.startswith("Theorem (Main very very")
+    assert len(header) < 4 * HEADER_PART_CHARS
+    name = header.split("(", 1)[1].split(")", 1)[0]
+    assert len(name) <= HEADER_PART_CHARS and not name.endswith(" ")
