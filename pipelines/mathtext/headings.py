@@ -48,6 +48,9 @@ ADJECTIVES = word_set(
     reduced dense exact affine compact complete"""
 )
 LABEL_SEPARATORS = re.compile(r"[-_:\s]+")
+#: A label that is only a few letters and a number (``eq3588``, ``thm1``, ``T12a``): a
+#: counter, not words a reader could call the result by.
+NUMBERED = re.compile(r"[A-Za-z]{1,4}[0-9]+[a-z]?")
 # A Lean declaration (``NumberField.AdeleRing.cocompact``): a label, not words.
 LEAN_NAME = re.compile(r"^[A-Za-z_][\w']*(\.[\w']+)+$")
 
@@ -72,7 +75,7 @@ def name_from_label(label: str, kind: str = "") -> str:
     a result takes its kind: ``lemma-snake`` -> "snake lemma", ``theorem-B`` -> "theorem
     B"; not after an adjective or a plural (``lemma-flat`` -> "flat", ``lemma-products``
     -> "products"). The label's letter case is kept. A Lean declaration name
-    (``Foo.bar_baz``) and a label of digits make no name."""
+    (``Foo.bar_baz``), a label of digits and a counter (``eq3588``, ``thm1``) make no name."""
     label = label.strip()
     if not label or LEAN_NAME.match(label):
         return ""
@@ -93,6 +96,8 @@ def name_from_label(label: str, kind: str = "") -> str:
             return f"{word} {kind}"  # lemma-snake: the snake lemma
     if not any(sum(letter.isalpha() for letter in word) >= 2 for word in words):  # or none
         return ""  # "7111", "a-1": nothing a reader could call it
+    if not prefixed and len(words) == 1 and NUMBERED.fullmatch(words[0]):
+        return ""  # "eq3588", "thm1": a counter (after a kind, as "lemma-g1d", a chosen name)
     return _joined(words)
 
 

@@ -65,6 +65,10 @@ STACKS = Path(__file__).parents[3] / "corpora" / "stacks-project"
         ("1681-3877-1701-1035", "theorem", ""),
         ("", "lemma", ""),
         ("lemma-", "lemma", ""),
+        # a bare counter names nothing (equational_theories' eq3588); after a kind it does
+        ("eq3588", "theorem", ""),
+        ("thm1", "lemma", ""),
+        ("example-cosk0", "example", "cosk0"),
     ],
 )
 def test_a_name_is_made_from_a_label_as_a_mathematician_would_say_it(
