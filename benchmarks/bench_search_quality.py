@@ -1029,6 +1029,14 @@ def target_lines(result: Mapping[str, Any]) -> list[str]:
     ]
 
 
+def gate_cell(gate: Mapping[str, Any], ranking: str, *, with_p: bool = False) -> str:
+    """A gate set's MRR@10 for one ranking, marked when significantly below the set's best."""
+    cell = f"{gate['mrr@10'][ranking]:.3f}"
+    if gate["worse_than_best"][ranking]:
+        cell += f" (worse, p={gate['p_vs_best'][ranking]})" if with_p else " (worse)"
+    return cell
+
+
 def share(value: float | None) -> str:
     """A share as a percentage; "n/a" where nothing was called."""
     return "n/a" if value is None else f"{value:.0%}"
@@ -1068,13 +1076,7 @@ def comparison_lines(result: Mapping[str, Any]) -> list[str]:
         variant = variants[key]
         for ranking in RANKINGS:
             scores = variant["question_set"][ranking]
-            cells = []
-            for name in GATE_SETS:
-                gate = variant["gate_sets"][name]
-                cell = f"{gate['mrr@10'][ranking]:.3f}"
-                if gate["worse_than_best"][ranking]:
-                    cell += " (worse)"
-                cells.append(cell)
+            cells = [gate_cell(variant["gate_sets"][name], ranking) for name in GATE_SETS]
             lines.append(
                 f"| {label} | {ranking} | {scores['all']['top1']:.0%} | "
                 f"{scores['all']['top10']:.0%} | {scores['all']['mrr@10']:.3f} | "
@@ -1164,13 +1166,9 @@ def render(result: Mapping[str, Any]) -> str:
     ]
     for ranking in RANKINGS:
         scores = result["question_set"][ranking]
-        gate_cells = []
-        for name in GATE_SETS:
-            gate = result["gate_sets"][name]
-            cell = f"{gate['mrr@10'][ranking]:.3f}"
-            if gate["worse_than_best"][ranking]:
-                cell += f" (worse, p={gate['p_vs_best'][ranking]})"
-            gate_cells.append(cell)
+        gate_cells = [
+            gate_cell(result["gate_sets"][name], ranking, with_p=True) for name in GATE_SETS
+        ]
         mark = " **default**" if ranking == chosen else ""
         lines.append(
             f"| {ranking}{mark} | {scores['all']['top1']:.0%} | {scores['all']['top10']:.0%} | "
