@@ -119,7 +119,7 @@ def test_the_search_page_shows_linked_hits_in_a_browser(
     assert all("On the lattice" in item for item in hits.items[:2])
     assert "2401.00007v1#c000" in hits.items[0] and "score" in hits.items[0]
     assert hits.links[:2] == ["https://arxiv.org/abs/2401.00007"] * 2
-    assert "3 passages in" in dom and 'value="lattice"' in dom
+    assert "3 hits in" in dom and 'value="lattice"' in dom
     assert SCREENSHOT.is_file() and SCREENSHOT.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert SCREENSHOT.stat().st_size > 10_000  # a rendered page, not a blank one
 

@@ -127,7 +127,7 @@ def test_the_page_says_when_no_passage_is_close_and_escapes_the_note() -> None:
     model = {"name": "math-embed", "version": "1", "alias": "champion"}
     answer = {"query": "q", "ranking": "dense", "took_ms": 1.25, "hits": [hit("text")]}
     page = render_page(model, "q", 1, answer)
-    assert 'role="status"' not in page and "1 passages in 1.2 ms, dense ranking" in page
+    assert 'role="status"' not in page and "1 hit in 1.2 ms, dense ranking" in page
     missed = {**answer, "no_close_match": True, "note": "No close match in this corpus: <b>"}
     page = render_page(model, "q", 1, missed)
     assert '<p class="notice" role="status">No close match in this corpus: &lt;b&gt;</p>' in page
