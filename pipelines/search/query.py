@@ -168,17 +168,16 @@ def one_per_statement(
     when that one is ranked too (so "Lemma (snake lemma)" comes before "From the proof of
     Lemma (snake lemma)", not both). ``statement_of`` is :meth:`Corpus.statement_of`; prose
     passages stand alone."""
+    shown_as = [statement_of(row) for row in rows]
     start_of: dict[str, int] = {}
-    for row in rows:
-        shown = statement_of(row)
+    for row, shown in zip(rows, shown_as, strict=True):
         if shown is not None and shown[1]:
             start_of.setdefault(shown[0], row)
     kept: list[int] = []
     seen: set[str] = set()
-    for row in rows:
+    for row, shown in zip(rows, shown_as, strict=True):
         if len(kept) == limit:
             break
-        shown = statement_of(row)
         if shown is None:
             kept.append(row)
         elif shown[0] not in seen:
