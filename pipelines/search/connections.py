@@ -175,6 +175,11 @@ class SearchServer:
         self._stopped = threading.Event()
         self._stopped.set()
 
+    @property
+    def open_connections(self) -> int:
+        """How many client connections the server holds open now."""
+        return len(self._server.server_state.connections)
+
     def serve_forever(self) -> None:
         self._stopped.clear()
         try:

@@ -14,7 +14,7 @@ import socket
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
@@ -111,6 +111,16 @@ def search(server: SearchServer, query: str = "lattice") -> dict[str, Any]:
         return answer
 
 
+def wait_until(condition: Callable[[], bool], timeout: float = 10) -> bool:
+    """Whether ``condition`` came true within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
 def closed_by_server(client: socket.socket) -> bool:
     """Whether the server closed the connection (an EOF or a reset), waiting up to the
     client's timeout."""
@@ -145,6 +155,10 @@ def test_requests_whose_clients_left_are_not_searched(
             aborted = connect(server)
             aborted.sendall(FULL_HEAD)
             aborted.close()
+        # Their requests wait for the worker; open it once the server has seen them go (a
+        # client that leaves the instant its request is read may be searched: a race no
+        # server can win, and not this test's case).
+        assert wait_until(lambda: server.open_connections == 1)
         engine.gate.set()
         holder.join(timeout=10)
         assert first["hits"]
