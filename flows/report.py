@@ -274,7 +274,21 @@ def set_lines(evaluation: EvalRecord | None, metric: str) -> list[str]:
             f"{block.words_in_relevant:.0%} with their words in a relevant passage: "
             f"{metric_label(metric)} {shown} (candidate vs base {p_value})"
         )
+    if evaluation.transfer:
+        lines.append(f"    {'':<9} {transfer_scope(evaluation.transfer)}")
     return lines
+
+
+def transfer_scope(record: Mapping[str, Any]) -> str:
+    """What the transfer sets searched (eval.json's ``transfer``) and what they could not
+    ask, in one line."""
+    skipped = record.get("skipped") or {}
+    unasked = "; not asked: " + ", ".join(f"{n} {why}" for why, n in skipped.items())
+    return (
+        f"transfer_* searched {record.get('windows', 0)} plain windows of "
+        f"{record.get('papers', 0)} papers ({record.get('window_chars', 0)} characters, "
+        f"no statement headers){unasked if skipped else ''}"
+    )
 
 
 # --------------------------------------------------------------------------- report

@@ -317,6 +317,11 @@ class TrainParams(_Section):
     mined_negatives: Bool = FROM_PARAMS_YAML
     # A candidate scoring within this share of the positive's score may be a false negative.
     mined_negative_margin: Annotated[Float, Range(0, 1, high_open=True)] = FROM_PARAMS_YAML
+    # Weight-space mixing with the base model (pipelines/train/mixing.py): 1 is the kept
+    # checkpoint as it is; 0, the base alone, would throw the training away.
+    mixing_weights: Annotated[
+        tuple[Annotated[Float, Range(0, 1, low_open=True)], ...], NonEmpty()
+    ] = FROM_PARAMS_YAML
     # The other train knobs are checked together by pipelines/train/setup.py check_params.
 
 
@@ -379,6 +384,9 @@ class PromoteParams(_Section):
     # significant win on masked or described, alpha split between them, and no significant
     # loss on any set) or "named" alone.
     gate: Literal["meaning", "named"] = FROM_PARAMS_YAML
+    # A transfer set with fewer queries is guarded all the same, with a caveat in the
+    # decision: a loss there may be too small to show.
+    min_transfer_queries: Count = FROM_PARAMS_YAML
     lock_timeout_seconds: Seconds = FROM_PARAMS_YAML
     server_timeout_seconds: Seconds = FROM_PARAMS_YAML
 

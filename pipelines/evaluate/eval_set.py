@@ -14,6 +14,11 @@ can find it. ``described``: a description people wrote (a slogan, a citing sente
 the held-out statement it describes; the passage a citing sentence sits in holds the
 query's own words and is not ranked for it (the query's ``exclude``).
 
+The transfer sets (:data:`~pipelines.common.tables.TRANSFER_SETS`, built with the
+papers table: :mod:`pipelines.evaluate.transfer`) search another corpus, the papers' plain
+windows: :attr:`EvalSet.transfer` is an eval set of its own, and :meth:`EvalSet.holding`
+says which one holds a set.
+
 Subsets of ``named``: ``seen`` and ``unseen`` score the queries against only the relevant
 chunks from seen / unseen papers (the qrels' ``unseen`` flag: papers whose chunks were
 never training positives); the *other* side's relevant chunks are removed from the
@@ -34,7 +39,8 @@ import pandas as pd
 
 from pipelines.common import io
 from pipelines.common.paths import Paths
-from pipelines.common.tables import QUERY_SETS, TABLES
+from pipelines.common.tables import QUERY_SETS, TABLES, TRANSFER_SETS
+from pipelines.evaluate.transfer import WINDOW_CHARS, plain_windows, transfer_queries
 from pipelines.mathtext.headings import search_texts
 from pipelines.mathtext.masking import mask_name, names_in
 from pipelines.mathtext.statements import statements_by_passage
@@ -44,8 +50,9 @@ NAMED = "named"
 MASKED = "masked"
 DESCRIBED = "described"
 #: The validated tables an evaluation reads: the passages, the queries, their judgments,
-#: and the statements that head the passages holding them.
-EVAL_TABLES = ("chunks", "queries", "qrels", "statements")
+#: the statements that head the passages holding them, and the papers (titles and
+#: abstracts: the transfer sets).
+EVAL_TABLES = ("chunks", "queries", "qrels", "statements", "papers")
 REPRO_HINT = "run `make repro` (dvc repro validate) to rebuild data/validated/"
 
 
@@ -78,12 +85,22 @@ class EvalSet:
     query_sets: list[str] = field(default_factory=list)
     excluded: list[frozenset[int]] = field(default_factory=list)
     masked_texts: dict[int, str] = field(default_factory=dict)  # row -> text, changed rows
+    #: The transfer sets over the papers' plain windows, and what they could not ask.
+    transfer: EvalSet | None = None
+    transfer_record: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.query_sets:
             object.__setattr__(self, "query_sets", [NAMED] * len(self.query_ids))
         if not self.excluded:
             object.__setattr__(self, "excluded", [frozenset()] * len(self.query_ids))
+
+    def holding(self, query_set: str) -> EvalSet:
+        """The eval set whose corpus ``query_set`` searches: :attr:`transfer` for a
+        transfer set (this one, with no such queries, when it has none), else this one."""
+        if query_set in TRANSFER_SETS and self.transfer is not None:
+            return self.transfer
+        return self
 
     def rows_of(self, query_set: str) -> list[int]:
         """The query rows of one stored set (``masked`` asks the ``named`` queries)."""
@@ -178,13 +195,17 @@ def build_eval_set(
     qrels: pd.DataFrame,
     *,
     statements: pd.DataFrame | None = None,
+    papers: pd.DataFrame | None = None,
     sources: Mapping[str, Path] | None = None,
 ) -> EvalSet:
     """Check the three tables against each other and index the qrels by corpus row.
 
     With ``statements`` each passage's text is its search text (headed by the statement it
     holds: :func:`~pipelines.mathtext.headings.search_texts`); without, its own text.
-    ``sources`` names the files the tables came from, for the error messages. A query
+    With ``papers`` (``paper_id``, and ``title`` and ``abstract`` where known) it holds
+    the transfer sets
+    (:attr:`EvalSet.transfer`). ``sources`` names the files the tables came from, for the
+    error messages. A query
     with no relevant (grade >= 1) chunk cannot be scored; it is left out and listed in
     ``queries_without_relevant`` so the counts add up.
     """
@@ -276,6 +297,21 @@ def build_eval_set(
     kept_qrels = [judged[row] for row in scorable]
     kept_sets = [sets[row] for row in scorable]
     named_rows = [i for i, name in enumerate(kept_sets) if name == NAMED]
+    transfer: EvalSet | None = None
+    transfer_record: dict[str, Any] = {}
+    if papers is not None:
+        _require_columns(papers, ["paper_id"], names["papers"])
+        _require_columns(chunks, ["paper_id"], names["chunks"])
+        named = [
+            (
+                query_ids[row],
+                query_texts[row],
+                {corpus_ids[doc]: grade for doc, grade in judged[row].items()},
+            )
+            for row in scorable
+            if sets[row] == NAMED
+        ]
+        transfer, transfer_record = _transfer_set(chunks, papers, named)
     return EvalSet(
         corpus_ids=corpus_ids,
         corpus_texts=corpus_texts,
@@ -291,7 +327,37 @@ def build_eval_set(
         masked_texts=masked_texts(
             corpus_texts, [kept_texts[i] for i in named_rows], [kept_qrels[i] for i in named_rows]
         ),
+        transfer=transfer,
+        transfer_record=transfer_record,
     )
+
+
+def _transfer_set(
+    chunks: pd.DataFrame, papers: pd.DataFrame, named: list[tuple[str, str, dict[str, int]]]
+) -> tuple[EvalSet, dict[str, Any]]:
+    """The transfer sets as an eval set over the papers' plain windows, and its record:
+    the windows' size and count, the queries per set, what could not be asked."""
+    windows = plain_windows(chunks)
+    asked = transfer_queries(papers, windows, named)
+    record = {
+        "window_chars": WINDOW_CHARS,
+        "windows": len(windows.ids),
+        "papers": len(set(windows.papers)),
+        "queries": {name: asked.sets.count(name) for name in TRANSFER_SETS},
+        "skipped": asked.skipped,
+    }
+    transfer = EvalSet(
+        corpus_ids=windows.ids,
+        corpus_texts=windows.texts,
+        query_ids=asked.ids,
+        query_texts=asked.texts,
+        qrels=asked.qrels,
+        unseen_docs=[frozenset()] * len(asked.ids),
+        queries_without_relevant=[],
+        query_sets=asked.sets,
+        excluded=asked.excluded,
+    )
+    return transfer, record
 
 
 def load_eval_set(paths: Paths) -> EvalSet:
@@ -307,5 +373,6 @@ def load_eval_set(paths: Paths) -> EvalSet:
         tables["queries"],
         tables["qrels"],
         statements=tables["statements"],
+        papers=tables["papers"],
         sources=sources,
     )

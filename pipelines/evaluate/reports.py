@@ -151,12 +151,16 @@ def wins_losses_table(
     that reference) for every reference model."""
     per_query = with_sets(per_query)
     sets = sets_in(per_query)
-    rows = [(query_set, row) for query_set in sets for row in eval_set.rows_of(query_set)]
+    rows = [
+        (query_set, eval_set.holding(query_set), row)
+        for query_set in sets
+        for row in eval_set.holding(query_set).rows_of(query_set)
+    ]
     table = pd.DataFrame(
         {
-            "set": [query_set for query_set, _ in rows],
-            "query_id": [eval_set.query_ids[row] for _, row in rows],
-            "query": [eval_set.query_texts[row] for _, row in rows],
+            "set": [query_set for query_set, _, _ in rows],
+            "query_id": [holding.query_ids[row] for _, holding, row in rows],
+            "query": [holding.query_texts[row] for _, holding, row in rows],
         }
     )
     keys = list(zip(table["set"], table["query_id"], strict=True))

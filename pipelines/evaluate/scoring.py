@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 import metrics_rs
+from pipelines.common.tables import TRANSFER_SETS
 from pipelines.evaluate.eval_set import DESCRIBED, MASKED, NAMED, SUBSETS, EvalSet, Subset
 from pipelines.evaluate.sources import ModelSource
 from pipelines.retrieval.embeddings import Embeddings, LazyModel, matryoshka
@@ -26,7 +27,8 @@ from pipelines.retrieval.lexical import LexicalIndex, retokenized, tokenize
 from pipelines.retrieval.vector_store import EmbeddingStore, embed_stored
 
 #: What :func:`score_eval_set` scores against the corpus as it is; ``masked`` is scored
-#: against the corpus with its names masked out.
+#: against the corpus with its names masked out, the transfer sets against the papers'
+#: plain windows.
 PLAIN_SUBSETS = (NAMED, DESCRIBED, *SUBSETS)
 
 
@@ -124,6 +126,8 @@ class EvalEmbeddings:
     queries: Embeddings
     corpus: Embeddings
     masked_corpus: Embeddings  # the corpus with the masked set's passages masked
+    #: The transfer sets' queries and windows (:attr:`EvalSet.transfer`), if it has them.
+    transfer: tuple[Embeddings, Embeddings] | None = None
 
 
 def embed_eval_set(
@@ -134,8 +138,9 @@ def embed_eval_set(
     batch_size: int,
     progress: bool = False,
 ) -> EvalEmbeddings:
-    """The queries, the corpus and the masked passages; the model loads lazily. Only the
-    passages the masking changed are embedded a second time."""
+    """The queries, the corpus, the masked passages and the transfer sets' queries and
+    windows; the model loads lazily. Only the passages the masking changed are embedded a
+    second time."""
     model = LazyModel(source.load)
 
     def embed(texts: list[str], label: str) -> Embeddings:
@@ -159,7 +164,20 @@ def embed_eval_set(
         masked_corpus = corpus.copy()
         masked_texts = [eval_set.masked_texts[row] for row in masked_rows]
         masked_corpus[masked_rows] = embed(masked_texts, "masked passages")
-    return EvalEmbeddings(embed(eval_set.query_texts, "queries"), corpus, masked_corpus)
+    queries = embed(eval_set.query_texts, "queries")
+    transfer = None
+    if eval_set.transfer is not None and eval_set.transfer.query_ids:
+        # transfer_named asks the named queries again: only the papers' questions are new
+        asked = eval_set.transfer.query_texts
+        row_of = {text: row for row, text in enumerate(eval_set.query_texts)}
+        new = list(dict.fromkeys(text for text in asked if text not in row_of))
+        new_vectors = embed(new, "transfer queries") if new else queries[:0]
+        new_row = {text: row for row, text in enumerate(new)}
+        transfer_queries = np.stack(
+            [queries[row_of[t]] if t in row_of else new_vectors[new_row[t]] for t in asked]
+        )
+        transfer = (transfer_queries, embed(eval_set.transfer.corpus_texts, "plain windows"))
+    return EvalEmbeddings(queries, corpus, masked_corpus, transfer)
 
 
 def score_eval_set(
@@ -170,7 +188,8 @@ def score_eval_set(
     dims: Sequence[int],
     timer: Timer | None = None,
 ) -> dict[str, SubsetScores]:
-    """Every set and subset of ``eval_set`` (:data:`PLAIN_SUBSETS` and ``masked``)."""
+    """Every set and subset of ``eval_set``: :data:`PLAIN_SUBSETS`, ``masked`` and the
+    transfer sets (none scored, when it has no transfer set)."""
     plain = [eval_set.subset(name) for name in PLAIN_SUBSETS]
     scores = score_model(
         embeddings.queries, embeddings.corpus, plain, ks=ks, dims=dims, timer=timer
@@ -183,7 +202,12 @@ def score_eval_set(
         dims=dims,
         timer=timer,
     )
-    return scores
+    transfer = eval_set.transfer
+    if embeddings.transfer is None or transfer is None:
+        return scores | {name: SubsetScores(0, [], {}, {}) for name in TRANSFER_SETS}
+    queries, windows = embeddings.transfer
+    subsets = [transfer.subset(name) for name in TRANSFER_SETS]
+    return scores | score_model(queries, windows, subsets, ks=ks, dims=dims, timer=timer)
 
 
 #: The dimension key BM25's scores are filed under (it has no embedding dimension).
@@ -218,36 +242,45 @@ def score_lexical(
     that says whether a model beats plain word matching; scored like a model, at
     :data:`LEXICAL_DIM`. A passage BM25 does not match ranks after those it does, by row.
     ``indexes``: :func:`lexical_indexes` of ``eval_set``, when the caller keeps them."""
-    n_docs = len(eval_set.corpus_texts)
     indexes = indexes or lexical_indexes(eval_set)
+    scores = {
+        name: _score_bm25(eval_set, name, indexes.masked if name == MASKED else indexes.corpus, ks)
+        for name in (NAMED, MASKED, DESCRIBED)
+    }
+    transfer = eval_set.transfer
+    if transfer is None:
+        return scores | {name: SubsetScores(0, [], {}, {}) for name in TRANSFER_SETS}
+    windows = LexicalIndex.from_tokens(tokenize(transfer.corpus_texts))
+    return scores | {name: _score_bm25(transfer, name, windows, ks) for name in TRANSFER_SETS}
+
+
+def _score_bm25(
+    eval_set: EvalSet, name: str, index: LexicalIndex, ks: Sequence[int]
+) -> SubsetScores:
+    """BM25's scores on one set of ``eval_set``, searching ``index``."""
+    n_docs = len(eval_set.corpus_texts)
+    subset = eval_set.subset(name)
+    if len(subset.rows) == 0:
+        return SubsetScores(0, [], {}, {})
     depth = max(effective_ks(ks, n_docs))
-    scores: dict[str, SubsetScores] = {}
-    for name in (NAMED, MASKED, DESCRIBED):
-        subset = eval_set.subset(name)
-        if len(subset.rows) == 0:
-            scores[name] = SubsetScores(0, [], {}, {})
-            continue
-        index = indexes.masked if name == MASKED else indexes.corpus
-        room = n_docs - max(len(excluded) for excluded in subset.excluded)
-        subset_ks = [k for k in effective_ks(ks, n_docs) if k <= room] or [room]
-        search = min(n_docs, depth + max(len(excluded) for excluded in subset.excluded))
-        ranked = np.stack(
-            [
-                _padded(index.top(eval_set.query_texts[row], search)[0], n_docs, search)
-                for row in subset.rows.tolist()
-            ]
-        )
-        local = Subset(name, np.arange(len(subset.rows)), subset.qrels, subset.excluded)
-        rankings = rank_subset(ranked, local, max(subset_ks))
-        result = metrics_rs.evaluate(
-            rankings, subset.qrels, subset_ks, per_query=True, n_docs=n_docs
-        )
-        per_query = dict(result.get("per_query", {}))
-        means = dict(result["means"])
-        scores[name] = SubsetScores(
-            len(subset.rows), subset_ks, {LEXICAL_DIM: means}, {LEXICAL_DIM: per_query}
-        )
-    return scores
+    room = n_docs - max(len(excluded) for excluded in subset.excluded)
+    subset_ks = [k for k in effective_ks(ks, n_docs) if k <= room] or [room]
+    search = min(n_docs, depth + max(len(excluded) for excluded in subset.excluded))
+    ranked = np.stack(
+        [
+            _padded(index.top(eval_set.query_texts[row], search)[0], n_docs, search)
+            for row in subset.rows.tolist()
+        ]
+    )
+    local = Subset(name, np.arange(len(subset.rows)), subset.qrels, subset.excluded)
+    rankings = rank_subset(ranked, local, max(subset_ks))
+    result = metrics_rs.evaluate(rankings, subset.qrels, subset_ks, per_query=True, n_docs=n_docs)
+    return SubsetScores(
+        len(subset.rows),
+        subset_ks,
+        {LEXICAL_DIM: dict(result["means"])},
+        {LEXICAL_DIM: dict(result.get("per_query", {}))},
+    )
 
 
 def _padded(rows: list[int], n_docs: int, depth: int) -> npt.NDArray[np.int64]:

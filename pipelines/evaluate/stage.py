@@ -369,6 +369,7 @@ def build_summary(
         **everything,
         "delta": _delta_block(everything),
         "subsets": {},
+        "transfer": dict(eval_set.transfer_record),
         "embedding_store": {
             "embedded": sum(use["embedded"] for use in store_use.values()),
             "reused": sum(use["reused"] for use in store_use.values()),
@@ -416,7 +417,7 @@ def sets_block(
         candidate = rows.get(CANDIDATE, {})
         block[query_set] = {
             "n_queries": n_queries,
-            "words_in_relevant": round(eval_set.words_in_relevant(query_set), 4),
+            "words_in_relevant": round(eval_set.holding(query_set).words_in_relevant(query_set), 4),
             "scores": {
                 row: {metric: round_score(values[metric]) for metric in metrics if metric in values}
                 for row, values in rows.items()
@@ -464,7 +465,8 @@ def per_query_frame(
     """Each set's per-query values as ``set, query_id, model, dim, metric, value``."""
     frames = []
     for query_set in QUERY_SETS:
-        query_ids = [eval_set.query_ids[row] for row in eval_set.rows_of(query_set)]
+        holding = eval_set.holding(query_set)
+        query_ids = [holding.query_ids[row] for row in holding.rows_of(query_set)]
         frames += _per_query_rows(query_set, query_ids, scores)
     frame = pd.concat(frames, ignore_index=True)
     frame["dim"] = frame["dim"].astype("int64")

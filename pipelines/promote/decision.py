@@ -241,13 +241,17 @@ def guard_named(
     other: Scores,
     rule: PromoteParams,
     query_set: str = "named",
+    against: Side | None = None,
 ) -> Decision:
     """A promotion stands only without a significant loss on ``query_set`` (the
     candidate's mean below the other side's with the paired test's p < alpha): finding
-    statements from other words must not cost finding them by name, nor the reverse."""
+    statements from other words must not cost finding them by name, nor the reverse.
+    ``other`` is the side compared (``decision.compared_against``) unless ``against``
+    names another (the base, beside a champion)."""
+    against = against or decision.compared_against
     if not decision.promote or not candidate.query_ids:
         return decision
-    _require_same_queries(candidate, other, decision.compared_against)
+    _require_same_queries(candidate, other, against)
     metric = rule.significance_metric
     if metric not in candidate.means or metric not in other.means:
         return decision
@@ -261,7 +265,7 @@ def guard_named(
         promote=False,
         reason=(
             f"not promoted over the {decision.compared_against}: on the {query_set} set "
-            f"{metric} {format_score(candidate.means[metric])} < "
+            f"{metric} {format_score(candidate.means[metric])} < the {against}'s "
             f"{format_score(other.means[metric])}, a "
             f"significant loss ({rule.test_method} test {format_p_value(p_value)}); the "
             f"gain alone said: {decision.reason}"
@@ -343,8 +347,46 @@ def decide_on_meaning(
         )
     other = champion if champion is not None else base
     for name in guarded_sets:
-        decision = guard_named(decision, candidate[name], other[name], rule, name)
+        if name in candidate and name in other:
+            decision = guard_named(decision, candidate[name], other[name], rule, name)
     return decision
+
+
+def guard_transfer(
+    decision: Decision,
+    sets: Mapping[str, Mapping[str, Scores]],
+    rule: PromoteParams,
+    transfer_sets: Sequence[str],
+) -> Decision:
+    """A promotion stands only without a significant loss on any of ``transfer_sets``
+    against the champion **or** the base (``sets``: side -> set -> scores), whichever
+    gate decided: a model must not forget, where it was not tuned, what either knew."""
+    candidate = sets["candidate"]
+    sides: tuple[Side, ...] = ("champion", "base")
+    for name in transfer_sets:
+        for against in sides:
+            if against in sets and name in candidate and name in sets[against]:
+                decision = guard_named(
+                    decision, candidate[name], sets[against][name], rule, name, against
+                )
+    return decision
+
+
+def transfer_caveats(
+    candidate: Mapping[str, Scores], transfer_sets: Sequence[str], min_queries: int
+) -> list[str]:
+    """What the transfer guard could not see: a set with fewer than ``min_queries``
+    queries (``promote.min_transfer_queries``) is guarded all the same, but a loss there
+    may be too small to show."""
+    caveats = []
+    for name in transfer_sets:
+        found = len(candidate[name].query_ids) if name in candidate else 0
+        if found < min_queries:
+            caveats.append(
+                f"{name}: {found} queries, fewer than promote.min_transfer_queries "
+                f"({min_queries}): too few to decide, a loss there may go unseen"
+            )
+    return caveats
 
 
 def set_figures(

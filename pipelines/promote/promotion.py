@@ -61,7 +61,7 @@ from pipelines.common import io
 from pipelines.common.config import Params
 from pipelines.common.paths import Paths
 from pipelines.common.redact import redact, redact_url
-from pipelines.common.tables import MEANING_SETS, QUERY_SETS, TABLES
+from pipelines.common.tables import MEANING_SETS, QUERY_SETS, TABLES, TRANSFER_SETS
 from pipelines.promote.candidate import Candidate, load_candidate, require_validated
 from pipelines.promote.card import CardFacts, model_card
 from pipelines.promote.decision import (
@@ -71,7 +71,9 @@ from pipelines.promote.decision import (
     decide_for_champion,
     decide_on_meaning,
     describe_sets,
+    guard_transfer,
     set_figures,
+    transfer_caveats,
 )
 from pipelines.promote.headline import run_metrics
 from pipelines.promote.nights import log_night, publish_trend
@@ -252,18 +254,25 @@ def _promote_locked(
                 scored.sets["base"],
                 params.promote,
                 meaning_sets=MEANING_SETS,
-                guarded_sets=QUERY_SETS,
+                guarded_sets=[name for name in QUERY_SETS if name not in TRANSFER_SETS],
             )
         else:
             decision = decide(scored.candidate, scored.champion, scored.base, params.promote)
+        if scored.sets is not None:
+            decision = guard_transfer(decision, scored.sets, params.promote, TRANSFER_SETS)
     if decision.query_set == UNRECORDED:  # decide() sees scores only: the gate's set
         decision = dataclasses.replace(decision, query_set=scored.gate)
     if scored.sets is not None:
         side = "champion" if scored.champion is not None else "base"
+        caveats = transfer_caveats(
+            scored.sets["candidate"], TRANSFER_SETS, params.promote.min_transfer_queries
+        )
         decision = dataclasses.replace(
             decision,
             reason=f"{decision.reason} [promote.gate: {scored.gate}; "
-            f"{describe_sets(scored.sets, side, params.promote.significance_metric)}]",
+            f"{describe_sets(scored.sets, side, params.promote.significance_metric)}"
+            + "".join(f"; {caveat}" for caveat in caveats)
+            + "]",
         )
     withdrawn = existing is not None and TAG_ROLLED_BACK in existing.tags
     if withdrawn:

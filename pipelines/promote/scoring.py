@@ -3,12 +3,13 @@ on the validated evaluation set in one run, with the evaluate stage's scoring
 (:mod:`pipelines.evaluate.scoring`): the numbers are the ones ``metrics/eval.json``
 reports for the same data.
 
-Every set is scored (``named``, ``masked``, ``described``), and one more is made of two:
+Every set is scored (``named``, ``masked``, ``described``, the transfer sets), and one
+more is made of two:
 ``meaning``, the ``masked`` and ``described`` queries pooled (their ids prefixed by their
 set), the scores the record shows for a decision on meaning. The gate itself
 (``promote.gate: meaning``, :func:`pipelines.promote.decision.decide_on_meaning`) decides
 set by set: a significant win on at least one meaning set, at ``alpha`` split between
-them, and no significant loss on any set.
+them, no significant loss on any set, and none on a transfer set against the base either.
 
 Embeddings come from the per-passage store keyed by model fingerprint and text
 (:mod:`pipelines.retrieval.vector_store`), so a champion already scored on this data (it was,
@@ -139,7 +140,8 @@ def _score_source(
     scored = score_eval_set(embeddings, eval_set, ks=params.evaluate.ks, dims=[full_dim])
     by_set: SetScores = {}
     for query_set in QUERY_SETS:
-        ids = tuple(eval_set.query_ids[row] for row in eval_set.rows_of(query_set))
+        holding = eval_set.holding(query_set)
+        ids = tuple(holding.query_ids[row] for row in holding.rows_of(query_set))
         found = scored[query_set]
         by_set[query_set] = Scores(
             ids,

@@ -24,7 +24,7 @@ from pipelines.common.paths import MODEL_METADATA_FILE
 from pipelines.retrieval.models import Pooling
 
 #: How an error names the type a field must have.
-_KIND_NAMES: dict[type, str] = {str: "a string", int: "an integer"}
+_KIND_NAMES: dict[type, str] = {str: "a string", int: "an integer", float: "a number"}
 #: How a message about a bad record ends.
 RETRAIN_HINT = "retrain the candidate (`dvc repro train`)"
 
@@ -55,6 +55,9 @@ class CandidateMetadata:
     embedding_dimension: int | None = None
     data_hash: str | None = None
     trained_at: str | None = None
+    #: The share of the fine-tuned weights in the candidate's, the rest the base model's
+    #: (``train.mixing_weights``, :mod:`pipelines.train.mixing`); 1.0: not mixed.
+    mixing_weight: float | None = None
 
     @classmethod
     def of_training(
@@ -65,6 +68,7 @@ class CandidateMetadata:
         embedding_dimension: int,
         data_hash: str,
         trained_at: str,
+        mixing_weight: float,
     ) -> CandidateMetadata:
         """The record of a model train just trained with ``train_params`` (its section)."""
         return cls(
@@ -74,6 +78,7 @@ class CandidateMetadata:
             embedding_dimension=embedding_dimension,
             data_hash=data_hash,
             trained_at=trained_at,
+            mixing_weight=mixing_weight,
         )
 
     def with_fingerprint(self, fingerprint: str) -> CandidateMetadata:
@@ -104,6 +109,7 @@ class CandidateMetadata:
             "params": dict(self.train_params),
             "data_hash": self.data_hash,
             "trained_at": self.trained_at,
+            "mixing_weight": self.mixing_weight,
         }
         if self.fingerprint:
             record["fingerprint"] = self.fingerprint
@@ -133,6 +139,7 @@ class CandidateMetadata:
             # An empty hash records nothing: promotion refuses it as unrecorded.
             data_hash=_optional(value, "data_hash", str, where) or None,
             trained_at=_optional(value, "trained_at", str, where),
+            mixing_weight=_optional(value, "mixing_weight", float, where),
         )
 
 
@@ -187,11 +194,13 @@ def base_spec_from_metadata(
 
 
 def _optional(record: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
-    """``record[key]`` when absent, null or a ``kind`` (never a bool); else the error."""
+    """``record[key]`` when absent, null or a ``kind`` (never a bool; an int for a float,
+    as JSON does not tell them apart); else the error."""
     value = record.get(key)
-    if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+    kinds = (int, float) if kind is float else (kind,)
+    if value is not None and (not isinstance(value, kinds) or isinstance(value, bool)):
         raise _bad_field(where, key, _KIND_NAMES[kind], value)
-    return value
+    return float(value) if kind is float and isinstance(value, int) else value
 
 
 def _bad_field(where: str, key: str, expected: str, value: Any) -> CandidateMetadataError:

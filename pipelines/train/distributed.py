@@ -21,7 +21,8 @@ What the processes share and what only rank 0 does:
 * **The data.** Every rank reads the same validated pairs file; nothing is sharded on disk.
 * **The writes.** Rank 0 alone decides the resume (:mod:`pipelines.train.checkpoints`),
   saves checkpoints, runs the validation IR evaluation (the trainer broadcasts its scores,
-  so every rank keeps the same best checkpoint), publishes the candidate, writes
+  so every rank keeps the same best checkpoint), mixes it with the base model
+  (:mod:`pipelines.train.mixing`), publishes the candidate, writes
   ``metrics/train.json``, logs progress and keeps the one MLflow run. The other ranks
   write only their own random-number state into each checkpoint (``rng_state_<rank>.pth``,
   which transformers' resume reads back) and return rank 0's report (:func:`share`).

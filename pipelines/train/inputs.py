@@ -81,23 +81,29 @@ def read_training_data(params: TrainParams, paths: Paths) -> TrainingData:
 
 def load_base(params: TrainParams, world: World) -> LoadedBase:
     """Join the other ranks on the device chosen, then load the base model there."""
-    from transformers import set_seed
-
     device = resolve_device(params.device)
     precision = choose_precision(device)
     join(world, device)
-    set_seed(params.seed)  # before loading: a base model missing some weights initialises them
-    model = load_base_model(
-        params.base_model,
-        pooling=params.pooling,
-        max_seq_length=params.max_seq_length,
-        device=f"cuda:{world.local_rank}" if device == "cuda" else device,
-    )
+    model = seeded_base_model(params, f"cuda:{world.local_rank}" if device == "cuda" else device)
     dimension = model.get_embedding_dimension()
     if dimension is None:
         raise ModelLoadError(f"base model {params.base_model!r} does not report its dimension")
     dims = resolve_matryoshka_dims(params.matryoshka_dims, dimension)
     return LoadedBase(model, device, precision, dimension, dims)
+
+
+def seeded_base_model(params: TrainParams, device: str) -> SentenceTransformer:
+    """``train.base_model`` as training starts from it, on ``device``: the same weights on
+    every load, those the base model lacks initialised from ``train.seed``."""
+    from transformers import set_seed
+
+    set_seed(params.seed)  # before loading: a base model missing some weights initialises them
+    return load_base_model(
+        params.base_model,
+        pooling=params.pooling,
+        max_seq_length=params.max_seq_length,
+        device=device,
+    )
 
 
 def with_mined_negatives(

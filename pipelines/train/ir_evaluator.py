@@ -77,6 +77,14 @@ class MetricsRsEvaluator(BaseEvaluator):
         epoch: int = -1,
         steps: int = -1,
     ) -> dict[str, float]:
+        metrics = self.named(self.means(model))
+        self.store_metrics_in_model_card_data(model, metrics, epoch, steps)
+        return metrics
+
+    def means(self, model: SentenceTransformer) -> dict[str, float]:
+        """``model``'s :func:`ir_means` on the task (``{"mrr@10": ..}``), recorded nowhere:
+        a call of the evaluator also writes them into the model card's training log."""
+
         def embed(texts: list[str]) -> npt.NDArray[np.float32]:
             vectors = model.encode(
                 texts,
@@ -87,13 +95,14 @@ class MetricsRsEvaluator(BaseEvaluator):
             )
             return np.ascontiguousarray(vectors, dtype=np.float32)
 
-        means = ir_means(
+        return ir_means(
             embed([self.task.queries[query_id] for query_id in self.query_ids]),
             embed([self.task.corpus[doc_id] for doc_id in self.corpus_ids]),
             self.qrels,
         )
-        metrics = self.prefix_name_to_metrics(
+
+    def named(self, means: Mapping[str, float]) -> dict[str, float]:
+        """:meth:`means` under the names the evaluator reports (``validation_cosine_mrr@10``)."""
+        return self.prefix_name_to_metrics(
             {f"{SCORE_FUNCTION}_{metric}": value for metric, value in means.items()}, self.name
         )
-        self.store_metrics_in_model_card_data(model, metrics, epoch, steps)
-        return metrics

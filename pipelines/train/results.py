@@ -23,6 +23,7 @@ from pipelines.retrieval.models import model_fingerprint
 from pipelines.train.callbacks import RunLog
 from pipelines.train.checkpoints import RUN_FILE, checkpoint_step, disk_errors
 from pipelines.train.inputs import LoadedBase, TrainingData
+from pipelines.train.mixing import Mixing
 from pipelines.train.negatives import MinedNegatives
 from pipelines.train.setup import describe_device, loss_curves
 from pipelines.train.tracking import TrainingRun, describe_run, log_metrics, run_record
@@ -85,6 +86,7 @@ def save_candidate(
     base: LoadedBase,
     pairs_hash: str,
     trained_at: str,
+    mixing_weight: float,
     tracking: TrainingRun | None,
     card_note: str,
 ) -> str:
@@ -96,6 +98,7 @@ def save_candidate(
         embedding_dimension=base.dimension,
         data_hash=pairs_hash,
         trained_at=trained_at,
+        mixing_weight=mixing_weight,
     )
     extra_files = {TRAINING_RUN_FILE: run_record(tracking)} if tracking else {}
     with disk_errors(output.parent):
@@ -169,9 +172,11 @@ def train_metrics(
     outcome: Outcome,
     task: ValidationSet,
     mining: MinedNegatives | None,
+    mixing: Mixing,
     trained_at: str,
 ) -> dict[str, Any]:
-    """``metrics/train.json``: the run's setup, its curves, the step kept, its speed."""
+    """``metrics/train.json``: the run's setup, its curves, the step kept (and its mixing
+    with the base model), its speed."""
     return {
         "base_model": params.base_model,
         "fingerprint": fingerprint,
@@ -199,6 +204,7 @@ def train_metrics(
         "validation_loss_curve": outcome.validation_curve,
         IR_CURVE: outcome.validation_ir,
         "kept_checkpoint": outcome.kept,
+        "mixing": mixing.as_json(),
         "validation_set": {
             "queries": len(task.queries),
             "corpus": len(task.corpus),
@@ -218,11 +224,13 @@ def log_run_summary(
     pairs_hash: str,
     base_model: str,
 ) -> None:
-    """The MLflow run's closing entries (speed, the step kept), its name and tags."""
+    """The MLflow run's closing entries (speed, the step kept, the mixing weight), its name
+    and tags."""
     summary = {
         "train.pairs_per_second": metrics["pairs_per_second"],
         "train.step_seconds": metrics["step_seconds"],
         "train.wall_seconds": metrics["wall_seconds"],
+        "train.mixing_weight": metrics["mixing"]["chosen"],
     }
     if kept is not None:
         summary["train.kept_step"] = kept["step"]

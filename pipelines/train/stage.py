@@ -39,13 +39,17 @@ A run is data -> model -> loss -> ``SentenceTransformerTrainer`` with one
   rerun with the same data and params resumes from the newest complete checkpoint (a
   killed run loses at most ``eval_steps`` steps), anything else starts fresh and says why.
   A finished run removes its checkpoints: the candidate supersedes them.
+* **Mixing with the base model**: the candidate's weights are ``(1 - a) x base + a x kept``
+  (WiSE-FT), ``a`` the one of ``train.mixing_weights`` whose mixture scores best on the
+  same validation score (:mod:`pipelines.train.mixing`); ``[1.0]`` keeps the checkpoint.
 
 Outputs: ``models/candidate/`` (sentence-transformers format + ``mathembed.json``:
-fingerprint, base model, pooling, Matryoshka dims, params, data hash, time), trained in a
-temporary folder and renamed over the old candidate only when complete; and
+fingerprint, base model, pooling, Matryoshka dims, params, data hash, time, mixing weight),
+trained in a temporary folder and renamed over the old candidate only when complete; and
 ``metrics/train.json`` (loss curve per logging step, validation loss and IR scores per
-evaluation, the step kept and why, mined-negative counts, pairs/s, wall time, device,
-counts). Nothing is reported to W&B or TensorBoard.
+evaluation, the step kept and why, the mixing weight chosen and each weight's score,
+mined-negative counts, pairs/s, wall time, device, counts). Nothing is reported to W&B or
+TensorBoard.
 
 Progress is logged, not only drawn: every ``logging_steps`` a line "step 20/100 (20 %),
 loss ..., lr ..., 12 s elapsed, ~48 s left" (:mod:`pipelines.train.progress`), the
@@ -83,7 +87,12 @@ from pipelines.common import io
 from pipelines.common.config import TrainParams
 from pipelines.common.paths import Paths
 from pipelines.train.callbacks import RunLog, bars_on_terminal_only, observer
-from pipelines.train.card import card_data, describe_model, kept_checkpoint_note, show_kept_scores
+from pipelines.train.card import (
+    card_data,
+    describe_model,
+    kept_checkpoint_note,
+    show_kept_scores,
+)
 from pipelines.train.checkpoints import disk_errors, prepare_checkpoints
 from pipelines.train.distributed import (
     World,
@@ -101,6 +110,7 @@ from pipelines.train.inputs import (
     read_training_data,
     with_mined_negatives,
 )
+from pipelines.train.mixing import mix_with_base
 from pipelines.train.results import (
     Outcome,
     Throughput,
@@ -264,6 +274,7 @@ def _train(
     )
     if evaluator is not None and outcome.kept is not None:
         show_kept_scores(trainer.model, evaluator, trainer.state.log_history, outcome.kept["step"])
+    mixing = mix_with_base(trainer.model, params, evaluator)
     trained_at = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
     fingerprint = save_candidate(
         trainer.model,
@@ -272,10 +283,12 @@ def _train(
         base=base,
         pairs_hash=data.hash,
         trained_at=trained_at,
+        mixing_weight=mixing.chosen,
         tracking=tracking,
         card_note=kept_checkpoint_note(
             outcome.kept, n_queries=len(task.queries), n_corpus=len(task.corpus)
-        ),
+        )
+        + mixing.card_note(),
     )
     remove_checkpoints(paths.checkpoints)
     throughput = Throughput.of(run_log, params.batch_size)
@@ -293,6 +306,7 @@ def _train(
         outcome=outcome,
         task=task,
         mining=mining,
+        mixing=mixing,
         trained_at=trained_at,
     )
     io.write_json(paths.metric_file("train"), metrics)

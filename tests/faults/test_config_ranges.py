@@ -110,6 +110,9 @@ OUT_OF_RANGE: list[tuple[str, str, Any]] = [
     ("train", "mined_negative_margin", -0.1),
     ("train", "processes", 0),
     ("train", "processes", 65),
+    ("train", "mixing_weights", [0.0]),  # the base alone: the training thrown away
+    ("train", "mixing_weights", [0.5, 1.5]),
+    ("train", "mixing_weights", []),
     ("evaluate", "ks", []),
     ("evaluate", "ks", [0, 10]),
     ("evaluate", "dims", [-8]),
@@ -127,6 +130,7 @@ OUT_OF_RANGE: list[tuple[str, str, Any]] = [
     ("promote", "alpha", 1.0),
     ("promote", "n_resamples", 0),
     ("promote", "seed", -1),
+    ("promote", "min_transfer_queries", 0),
     ("promote", "lock_timeout_seconds", 0.0),
     ("promote", "server_timeout_seconds", -1.0),
     ("flow", "schedule", "every night"),

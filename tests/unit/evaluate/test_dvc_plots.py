@@ -53,6 +53,7 @@ def evaluation(
     rng = np.random.default_rng(5)
     named = [f"n{i}" for i in range(n_named)]
     described = [f"d{i}" for i in range(n_described)]
+    titles = [f"title:p{i}" for i in range(3)]
     eval_set = EvalSet(
         corpus_ids=["c0"],
         corpus_texts=["a passage"],
@@ -63,8 +64,24 @@ def evaluation(
         unseen_docs=[frozenset()] * (n_named + n_described),
         queries_without_relevant=[],
         query_sets=["named"] * n_named + ["described"] * n_described,
+        transfer=EvalSet(  # the named queries again and three titles, over plain windows
+            corpus_ids=["p#w0000"],
+            corpus_texts=["a window"],
+            query_ids=named + titles,
+            query_texts=[f"concept {i}" for i in range(n_named)] + ["A title"] * len(titles),
+            qrels=[{0: 1}] * (n_named + len(titles)),
+            unseen_docs=[frozenset()] * (n_named + len(titles)),
+            queries_without_relevant=[],
+            query_sets=["transfer_named"] * n_named + ["transfer_papers"] * len(titles),
+        ),
     )
-    queries_of = {"named": named, "masked": named, "described": described}
+    queries_of = {
+        "named": named,
+        "masked": named,
+        "described": described,
+        "transfer_papers": titles,
+        "transfer_named": named,
+    }
     frames = [
         pd.DataFrame(
             {
@@ -131,7 +148,13 @@ def test_the_figures_data_has_every_set(project: Path) -> None:
     for table in ("compare.csv", "dims.csv", "per_query.csv"):
         assert list(dict.fromkeys(pd.read_csv(reports / table)["set"])) == list(QUERY_SETS)
     wins = pd.read_csv(reports / "per_query.csv")
-    assert wins.groupby("set").size().to_dict() == {"named": 8, "masked": 8, "described": 7}
+    assert wins.groupby("set").size().to_dict() == {
+        "named": 8,
+        "masked": 8,
+        "described": 7,
+        "transfer_papers": 3,
+        "transfer_named": 8,
+    }
     # masked asks the named queries again, against their masked passages
     masked, named = wins[wins["set"] == "masked"], wins[wins["set"] == "named"]
     assert masked["query"].tolist() == named["query"].tolist()

@@ -30,7 +30,7 @@ import metrics_rs
 from pipelines import cli
 from pipelines.common.config import EvaluateParams
 from pipelines.common.paths import Paths
-from pipelines.common.tables import STATEMENTS_SCHEMA
+from pipelines.common.tables import QUERY_SETS, STATEMENTS_SCHEMA
 from pipelines.evaluate import eval_set as evaluation_set
 from pipelines.evaluate import reports, scoring, sources
 from pipelines.evaluate import stage as evaluate
@@ -101,6 +101,27 @@ def write_tables(
     # below read the chunks' text); tests/unit/evaluate/test_eval_set.py heads passages.
     STATEMENTS_SCHEMA.empty_table().to_pandas().to_parquet(
         folder / "statements.parquet", index=False
+    )
+    papers_of(chunks).to_parquet(folder / "papers.parquet", index=False)
+
+
+def papers_of(chunks: pd.DataFrame) -> pd.DataFrame:
+    """Each paper titled by its topic, its abstract two sentences of the topic's words (the
+    transfer sets' paper-level queries)."""
+    topic_of = {
+        f"2401.{index * 2 + paper + 1:05d}": topic
+        for index, topic in enumerate(TOPICS)
+        for paper in range(2)
+    }
+    papers = sorted(set(chunks["paper_id"]))
+    return pd.DataFrame(
+        {
+            "paper_id": papers,
+            "title": [f"On {topic_of[paper]}" for paper in papers],
+            "abstract": [
+                f"We study the {TOPICS[topic_of[paper]]}. It is {paper}." for paper in papers
+            ],
+        }
     )
 
 
@@ -300,7 +321,7 @@ def test_each_sets_headline_is_its_rounded_primary_dim_with_its_paired_p_value(
 ) -> None:
     root, report = evaluated
     sets_dir = root / "metrics"
-    assert [found.query_set for found in report.headlines] == ["named", "masked", "described"]
+    assert [found.query_set for found in report.headlines] == list(QUERY_SETS)
     # described has no queries here: its file is there (a DVC output), its scores null
     assert json.loads((sets_dir / "described.json").read_text()) == {
         "queries": 0,
@@ -369,8 +390,9 @@ def test_per_query_table_is_aligned_with_the_queries(
     root, report = evaluated
     table = pd.read_parquet(root / "metrics" / "eval_per_query.parquet")
     assert list(table.columns) == ["set", "query_id", "model", "dim", "metric", "value"]
-    # named queries only here; masked asks the same ones against the masked corpus
-    assert set(table["set"]) == {"named", "masked"}
+    # named queries only here; masked asks the same ones against the masked corpus, the
+    # transfer sets them and the papers' titles and abstracts against the plain windows
+    assert set(table["set"]) == {"named", "masked", "transfer_papers", "transfer_named"}
     table = table[table["set"] == "named"]
     assert str(table["dim"].dtype) == "int64" and str(table["value"].dtype) == "float64"
     query_ids = synthetic_tables()[1]["query_id"].tolist()
@@ -472,7 +494,8 @@ def test_the_store_prevents_re_embedding_across_runs(
 ) -> None:
     root = make_root(tmp_path, models)
     first = run_evaluate(PARAMS, Paths(root), outputs=no_figures(root), progress=False)
-    assert encode_calls["encode"] == 6  # 2 models x (queries, corpus, masked passages)
+    # 2 models x (queries, corpus, masked passages, the papers' questions, plain windows)
+    assert encode_calls["encode"] == 10
     first_use = first.summary["embedding_store"]
     assert first_use["reused"] == 0 and first_use["embedded"] > 0
     assert all(use["new_model"] for use in first_use["models"].values())  # says so
@@ -492,10 +515,10 @@ def test_the_store_prevents_re_embedding_across_runs(
     write_tables(root, chunks, queries, qrels)
     encode_calls.update(encode=0, load=0)
     third = run_evaluate(PARAMS, Paths(root), outputs=no_figures(root), progress=False)
-    assert encode_calls["encode"] == 2  # one per model
+    assert encode_calls["encode"] == 4  # per model: the passage and its paper's window
     third_use = third.summary["embedding_store"]
-    assert third_use["models"]["candidate"]["embedded"] == 1
-    assert third_use["models"]["base"]["embedded"] == 1
+    assert third_use["models"]["candidate"]["embedded"] == 2
+    assert third_use["models"]["base"]["embedded"] == 2
 
 
 def test_without_the_store_every_run_embeds(
@@ -505,7 +528,8 @@ def test_without_the_store_every_run_embeds(
     params = EvaluateParams(ks=(1, 5), dims=(16,), batch_size=8, cache=False)
     run_evaluate(params, Paths(root), outputs=no_figures(root), progress=False)
     run_evaluate(params, Paths(root), outputs=no_figures(root), progress=False)
-    assert encode_calls["encode"] == 12  # 2 runs x 2 models x (queries, corpus, masked)
+    # 2 runs x 2 models x (queries, corpus, masked, the papers' questions, plain windows)
+    assert encode_calls["encode"] == 20
     assert not (root / "data" / "embeddings").exists()
 
 
@@ -789,8 +813,9 @@ def test_main_runs_the_stage_and_prints_the_headline(tmp_path: Path, models: Mod
         f"ndcg@10 {named['ndcg@10']:.4f} vs {named['base_ndcg@10']:.4f}"
     ) in out
     assert f"masked (10 queries): mrr@10 {masked['mrr@10']:.4f}" in out
-    # The CLI runs promote's paired test (params.yaml defaults): a p-value per set, once.
-    assert isinstance(named["p_mrr@10"], float) and out.count("p = ") + out.count("p < ") == 2
+    # The CLI runs promote's paired test (params.yaml defaults): a p-value per set with
+    # queries (named, masked and the two transfer sets), once.
+    assert isinstance(named["p_mrr@10"], float) and out.count("p = ") + out.count("p < ") == 4
     assert json.loads((root / "metrics" / "eval.json").read_text())["dims"] == [32, 16]
     assert not (root / "reports" / "eval" / "compare.png").exists()
 

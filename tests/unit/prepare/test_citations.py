@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from pipelines.prepare.citations import citing_sentences, split_sentences
+from pipelines.mathtext.sentences import split_sentences
+from pipelines.prepare.citations import citing_sentences
 from pipelines.prepare.cleaner import clean_latex, prepare_document
 from pipelines.prepare.latex.converter import BLOCK_MARK, REF_MARK
 

@@ -14,6 +14,8 @@ from pipelines.promote.decision import (
     decide_on_meaning,
     describe_sets,
     guard_named,
+    guard_transfer,
+    transfer_caveats,
 )
 from pipelines.promote.scoring import MEANING, pooled
 
@@ -55,7 +57,7 @@ def test_a_meaning_win_with_a_significant_named_loss_is_refused() -> None:
     # Named: a loss on every query (significant) refuses; a small noisy loss does not.
     big_loss = guard_named(decision, scores("n", [0.2] * 40), scores("n", [0.8] * 40), RULE)
     assert not big_loss.promote
-    assert "on the named set mrr@10 0.2000 < 0.8000" in big_loss.reason
+    assert "on the named set mrr@10 0.2000 < the base's 0.8000" in big_loss.reason
     noisy = [0.5, 0.6] * 20
     small_loss = guard_named(decision, scores("n", noisy), scores("n", noisy[1:] + noisy[:1]), RULE)
     assert small_loss.promote and small_loss.reason == decision.reason
@@ -103,7 +105,9 @@ def test_a_significant_win_on_one_meaning_set_promotes_unless_a_set_is_lost() ->
     won = meaning(sets(flat, [0.8] * 40, flat[1:] + flat[:1]), base)
     assert won.promote and won.reason.startswith("on the masked set: promoted over the base")
     lost = meaning(sets(flat, [0.8] * 40, [0.1] * 40), base)
-    assert not lost.promote and "on the described set mrr@10 0.1000 < 0.5500" in lost.reason
+    assert (
+        not lost.promote and "on the described set mrr@10 0.1000 < the base's 0.5500" in lost.reason
+    )
     # Nothing moved anywhere: refused, each set's shortfall said, alpha split in two.
     nothing = meaning(sets(flat, [0.2] * 40, flat), base)
     assert not nothing.promote and "each needs p < 0.005" in nothing.reason
@@ -125,3 +129,46 @@ def test_no_meaning_query_at_all_is_a_clear_error() -> None:
     empty = sets([0.5] * 4, [], [])
     with pytest.raises(ValueError, match="promote.gate: named"):
         meaning(empty, empty)
+
+
+def transfer_sides(candidate: list[float], champion: list[float], base: list[float]) -> dict:
+    return {
+        side: {"transfer_named": scores("t", mrr), "transfer_papers": scores("p", [0.5] * 40)}
+        for side, mrr in (("candidate", candidate), ("champion", champion), ("base", base))
+    }
+
+
+def test_a_significant_transfer_loss_against_the_base_refuses_even_over_a_worse_champion() -> None:
+    """The champion had already forgotten what the base knew: beating it is not enough."""
+    won = decide(scores("m", [0.9] * 40), scores("m", [0.3] * 40), scores("m", [0.3] * 40), RULE)
+    assert won.promote and won.compared_against == "champion"
+    sets = transfer_sides(candidate=[0.4] * 40, champion=[0.2] * 40, base=[0.8] * 40)
+    refused = guard_transfer(won, sets, RULE, ("transfer_papers", "transfer_named"))
+    assert not refused.promote
+    assert refused.reason.startswith(
+        "not promoted over the champion: on the transfer_named set mrr@10 0.4000 < the base's "
+        "0.8000, a significant loss"
+    )
+    assert "\n" not in refused.reason  # one line
+    # ... and against the champion, with the base behind
+    sets = transfer_sides(candidate=[0.4] * 40, champion=[0.8] * 40, base=[0.2] * 40)
+    refused = guard_transfer(won, sets, RULE, ("transfer_papers", "transfer_named"))
+    assert "transfer_named set mrr@10 0.4000 < the champion's 0.8000" in refused.reason
+    # Without a champion the base alone is asked; no loss: the decision stands unchanged.
+    alone = {side: found for side, found in sets.items() if side != "champion"}
+    assert guard_transfer(won, alone, RULE, ("transfer_named",)) == won
+    noisy = [0.5, 0.6] * 20
+    level = transfer_sides(candidate=noisy, champion=noisy[1:] + noisy[:1], base=noisy)
+    assert guard_transfer(won, level, RULE, ("transfer_papers", "transfer_named")) == won
+
+
+def test_a_transfer_set_too_small_to_decide_says_so_and_names_the_knob() -> None:
+    candidate = {"transfer_papers": scores("p", [0.5] * 12), "transfer_named": scores("t", [])}
+    caveats = transfer_caveats(candidate, ("transfer_papers", "transfer_named"), 30)
+    assert caveats == [
+        "transfer_papers: 12 queries, fewer than promote.min_transfer_queries (30): too few "
+        "to decide, a loss there may go unseen",
+        "transfer_named: 0 queries, fewer than promote.min_transfer_queries (30): too few "
+        "to decide, a loss there may go unseen",
+    ]
+    assert transfer_caveats(candidate, ("transfer_papers",), 12) == []

@@ -28,6 +28,7 @@ def trained() -> CandidateMetadata:
         embedding_dimension=32,
         data_hash="d" * 64,
         trained_at="2026-11-24T02:00:00Z",
+        mixing_weight=0.7,
     ).with_fingerprint("f" * 64)
 
 
@@ -43,12 +44,14 @@ def test_train_s_record_has_the_keys_readers_know_and_reads_back_the_same() -> N
         "params",
         "data_hash",
         "trained_at",
+        "mixing_weight",
         "fingerprint",
     }
     # The knobs the base model was loaded with, at the top level as in train's section.
     assert (record["pooling"], record["max_seq_length"]) == ("mean", 64)
     assert record["params"]["pooling"] == "mean" and record["params"]["max_seq_length"] == 64
     assert record["matryoshka_dims"] == [32, 16]
+    assert record["mixing_weight"] == 0.7
     as_written = json.loads(json.dumps(record))
     assert CandidateMetadata.from_json(as_written).as_json() == as_written  # read back the same
     assert trained().base_spec == BaseModelSpec("some/base", "mean", 64)
@@ -75,6 +78,7 @@ def test_an_incomplete_record_names_no_base_model(tmp_path: Path) -> None:
         ('{"params": "mean"}', r"mathembed\.json: params must be a mapping"),
         ('{"embedding_dimension": true}', r"embedding_dimension must be an integer, got True"),
         ('{"matryoshka_dims": [16, -8]}', r"mathembed\.json: matryoshka_dims must be positive"),
+        ('{"mixing_weight": "0.7"}', r"mathembed\.json: mixing_weight must be a number, got '0.7'"),
         (
             '{"base_model": "x", "params": {"pooling": "max", "max_seq_length": 8}}',
             r"mathembed\.json: params\.pooling 'max' is not one of",

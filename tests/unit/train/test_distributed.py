@@ -190,7 +190,8 @@ def test_two_processes_train_as_one_does_and_only_rank_0_writes(
     tmp_path: Path,
     local_store: None,  # noqa: F811  (fixture)
 ) -> None:
-    root = two_process_project(tmp_path, tiny_bert_dir)
+    mixing_weights = (0.5, 1.0)  # rank 0 alone mixes with the base model
+    root = two_process_project(tmp_path, tiny_bert_dir, mixing_weights=mixing_weights)
     env = audited_environment(tmp_path.parent / f"{tmp_path.name}-audit", root)
     result = subprocess.run(
         train_command(root), env=env, capture_output=True, text=True, timeout=300, check=False
@@ -200,7 +201,9 @@ def test_two_processes_train_as_one_does_and_only_rank_0_writes(
     # The same training in this process, one rank, same data, params and seed.
     single_root = tmp_path.parent / f"{tmp_path.name}-single"
     single = run_train(
-        toy_params(tiny_bert_dir, epochs=EPOCHS), make_root(single_root), progress=False
+        toy_params(tiny_bert_dir, epochs=EPOCHS, mixing_weights=mixing_weights),
+        make_root(single_root),
+        progress=False,
     )
 
     paths = Paths(root)
@@ -213,6 +216,7 @@ def test_two_processes_train_as_one_does_and_only_rank_0_writes(
     # The same batches, split between the ranks, and the same in-batch negatives (gathered).
     assert two_curve == pytest.approx(one_curve, rel=1e-3, abs=1e-4)
     assert metrics["kept_checkpoint"]["step"] == single.metrics["kept_checkpoint"]["step"]
+    assert metrics["mixing"]["chosen"] == single.metrics["mixing"]["chosen"]
 
     # One candidate, no checkpoint or staging folder left, one progress log.
     assert (paths.candidate / "model.safetensors").is_file()

@@ -79,6 +79,8 @@ def toy_params(model_dir: Path, **changes: Any) -> TrainParams:
         device="cpu",
         eval_steps=STEPS_PER_EPOCH,
         max_validation_corpus=40,
+        # The kept checkpoint as it is: mixing with the base is tested in test_mixing.py.
+        mixing_weights=(1.0,),
     )
     return replace(params, **changes)
 
@@ -149,6 +151,10 @@ def test_training_writes_candidate_and_metrics_and_learns(
     assert all(math.isfinite(loss) for loss in validation)
     assert min(validation[1:]) < validation[0]
     assert metrics["final_loss"] == curve[-1] and metrics["validation_loss"] == validation[-1]
+    # A grid of [1.0] mixes nothing: the kept checkpoint is the candidate, unscored again.
+    assert metrics["mixing"]["weights"] == {"1.0": None} and metrics["mixing"]["chosen"] == 1.0
+    assert metadata["mixing_weight"] == 1.0
+    assert "Weight-space mixing" not in (candidate / "README.md").read_text(encoding="utf-8")
 
     # Finished: the checkpoints are superseded by the candidate.
     assert not list(paths.checkpoints.glob("checkpoint-*"))

@@ -223,6 +223,7 @@ def test_training_logs_live_to_mlflow_and_names_the_run(
     ]
     assert len(mrr) == 2
     assert run.data.metrics["train.kept_step"] == report.metrics["kept_checkpoint"]["step"]
+    assert run.data.metrics["train.mixing_weight"] == report.metrics["mixing"]["chosen"] == 1.0
     assert run.data.metrics["train.pairs_per_second"] > 0
     experiment = client.get_experiment(run.info.experiment_id)
     assert experiment.name == promote.experiment
