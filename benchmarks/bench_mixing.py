@@ -11,6 +11,11 @@ promote's paired test (params.yaml ``promote``: method, resamples, seed) on MRR@
 1.0 is the candidate as it is (what the night trained, itself possibly mixed: its
 ``mathembed.json`` says ``mixing_weight``).
 
+Weights are of the fine-tuned model as training left it. A candidate the night already
+mixed at ``c`` is taken back along the same line: ``a / c`` of it (``a / c > 1``
+extrapolates, exact up to float rounding, since the mixture is linear), so 1.0 is the
+unmixed checkpoint whatever the night chose.
+
     .venv/bin/python benchmarks/bench_mixing.py --project /tmp/democlone \\
         --weights 1.0,0.7,0.5 --out benchmarks/results/mixing_demo.json
 """
@@ -18,6 +23,7 @@ promote's paired test (params.yaml ``promote``: method, resamples, seed) on MRR@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -51,7 +57,7 @@ from pipelines.train.mixing import interpolate_state_dict  # noqa: E402
 METRIC = "mrr@10"
 
 
-def mixture(candidate: ModelSource, base: ModelSource, weight: float) -> ModelSource:
+def mixture(candidate: ModelSource, base: ModelSource, weight: float, name: str) -> ModelSource:
     """``(1 - weight) x base + weight x candidate``, loaded lazily like any model source."""
 
     def load() -> Any:
@@ -62,7 +68,6 @@ def mixture(candidate: ModelSource, base: ModelSource, weight: float) -> ModelSo
         )
         return model
 
-    name = f"mix_{weight:g}"
     return ModelSource(name, f"{name}-{candidate.fingerprint}", load, {"source": name})
 
 
@@ -77,11 +82,19 @@ def run(project: Path, weights: list[float]) -> dict[str, Any]:
     base = base_model_source(metadata.base_spec)
     # The night's own models reuse its stored embeddings; a mixture is new each run.
     store = open_store(paths, keep=[candidate.fingerprint, base.fingerprint])
-    sources = [base] + [candidate if w == 1.0 else mixture(candidate, base, w) for w in weights]
+    mixed_at = metadata.mixing_weight or 1.0
+    sources = [base]
+    for weight in weights:
+        name = f"a_{weight:g}"
+        along = weight / mixed_at  # of the candidate, to give `weight` of the fine-tuned model
+        if abs(along - 1.0) < 1e-9:
+            sources.append(dataclasses.replace(candidate, name=name))
+        else:
+            sources.append(mixture(candidate, base, along, name))
     scores, seconds = {}, {}
     for source in sources:
         started = time.perf_counter()
-        stored = store if source in (base, candidate) else None
+        stored = store if source.fingerprint in (base.fingerprint, candidate.fingerprint) else None
         embeddings = embed_eval_set(source, eval_set, store=stored, batch_size=64)
         dim = int(embeddings.corpus.shape[1])
         scores[source.name] = (dim, score_eval_set(embeddings, eval_set, ks=[10], dims=[dim]))
