@@ -203,11 +203,10 @@ def build_eval_set(
     With ``statements`` each passage's text is its search text (headed by the statement it
     holds: :func:`~pipelines.mathtext.headings.search_texts`); without, its own text.
     With ``papers`` (``paper_id``, and ``title`` and ``abstract`` where known) it holds
-    the transfer sets
-    (:attr:`EvalSet.transfer`). ``sources`` names the files the tables came from, for the
-    error messages. A query
-    with no relevant (grade >= 1) chunk cannot be scored; it is left out and listed in
-    ``queries_without_relevant`` so the counts add up.
+    the transfer sets (:attr:`EvalSet.transfer`). ``sources`` names the files the tables
+    came from, for the error messages. A query with no relevant (grade >= 1) chunk cannot
+    be scored; it is left out and listed in ``queries_without_relevant`` so the counts add
+    up.
     """
     names = {table: Path(table) for table in EVAL_TABLES}
     names.update(sources or {})
