@@ -837,7 +837,8 @@ def choose(
     significantly worse than its best, the best top-1 on the questions, then top-10, then
     MRR@10; and what the earlier rule (every gate set a veto) would choose."""
 
-    def best_allowed(vetoes: Sequence[str]) -> tuple[list[str], str]:
+    def best_allowed(vetoes: Sequence[str]) -> tuple[list[str], str | None]:
+        """The rankings no veto set bars, and the best of them (None: every one barred)."""
         allowed: list[str] = [
             ranking
             for ranking in RANKINGS
@@ -850,6 +851,7 @@ def choose(
                 question_scores[r]["top10"],
                 question_scores[r]["mrr@10"],
             ),
+            default=None,
         )
         return allowed, chosen
 
@@ -1192,8 +1194,8 @@ def render(result: Mapping[str, Any]) -> str:
         f"**Default: {chosen}.** Rule: {result['decision']['rule']}. Allowed: "
         f"{', '.join(result['decision']['allowed'])}. "
         f"{result['decision']['earlier_rule']['why']}; under it the default would be "
-        f"{result['decision']['earlier_rule']['chosen']} (allowed: "
-        f"{', '.join(result['decision']['earlier_rule']['allowed'])}).",
+        f"{result['decision']['earlier_rule']['chosen'] or 'none of them'} (allowed: "
+        f"{', '.join(result['decision']['earlier_rule']['allowed']) or 'none'}).",
         "",
         *target_lines(result),
         "",

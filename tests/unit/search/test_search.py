@@ -169,7 +169,7 @@ def test_alias_version_and_json_choose_the_model_and_the_output(
     assert by_default["hits"][0]["paper_id"] == "2401.00007"
     assert by_default["hits"][0]["url"] is None  # a sample id names no real arXiv paper
     assert by_default["query"] == "lattice" and by_default["took_ms"] >= 0
-    assert by_default["ranking"] == "adaptive"  # params.yaml search.ranking
+    assert by_default["ranking"] == "hybrid"  # params.yaml search.ranking
     dense = answer("--ranking", "dense")
     assert dense["ranking"] == "dense" and dense["hits"][0]["score"] == pytest.approx(
         LATTICE_COSINE
