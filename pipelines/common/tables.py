@@ -59,11 +59,13 @@ STATEMENT_PAIR_KINDS = ("statement", "proof", "citation")
 #: -> the held-out statement it describes. evaluate derives a third, ``masked``: the named
 #: queries against their relevant passages with the name masked out.
 STORED_QUERY_SETS = ("named", "described")
+#: The sets that search the passages (masked: the passages with the names masked out).
+PASSAGE_SETS = ("named", "masked", "described")
 #: Retrieval the model was not tuned for, in a format unlike its training passages
 #: (:mod:`pipelines.evaluate.transfer`): a paper's title or abstract sentence -> that
 #: paper's plain fixed windows; the named queries over the same windows.
 TRANSFER_SETS = ("transfer_papers", "transfer_named")
-QUERY_SETS = ("named", "masked", "described", *TRANSFER_SETS)
+QUERY_SETS = (*PASSAGE_SETS, *TRANSFER_SETS)
 #: The sets the promotion gate is about: found from words other than their own.
 MEANING_SETS = ("masked", "described")
 SPLITS = ("train", "validation")

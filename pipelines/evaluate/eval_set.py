@@ -39,7 +39,7 @@ import pandas as pd
 
 from pipelines.common import io
 from pipelines.common.paths import Paths
-from pipelines.common.tables import QUERY_SETS, TABLES, TRANSFER_SETS
+from pipelines.common.tables import PASSAGE_SETS, QUERY_SETS, TABLES, TRANSFER_SETS
 from pipelines.evaluate.transfer import WINDOW_CHARS, plain_windows, transfer_queries
 from pipelines.mathtext.headings import search_texts
 from pipelines.mathtext.masking import mask_name, names_in
@@ -279,10 +279,10 @@ def build_eval_set(
     query_texts = queries["text"].astype(str).tolist()
     # Tables written before the meaning sets hold named queries only.
     sets = queries["set"].astype(str).tolist() if "set" in queries else [NAMED] * len(queries)
-    unknown_sets = sorted(set(sets) - set(QUERY_SETS))
+    unknown_sets = sorted(set(sets) - set(PASSAGE_SETS))
     if unknown_sets:
         raise ValueError(
-            f"{names['queries']}: unknown query set(s) {unknown_sets}, expected {QUERY_SETS}; "
+            f"{names['queries']}: unknown query set(s) {unknown_sets}, expected {PASSAGE_SETS}; "
             f"{REPRO_HINT}"
         )
     exclude = queries["exclude"].tolist() if "exclude" in queries else [[]] * len(queries)

