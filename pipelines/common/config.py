@@ -322,6 +322,10 @@ class TrainParams(_Section):
     mixing_weights: Annotated[
         tuple[Annotated[Float, Range(0, 1, low_open=True)], ...], NonEmpty()
     ] = FROM_PARAMS_YAML
+    # Where training starts (pipelines/train/warm_start.py): the base model, or the
+    # registry's @champion (new papers' pairs plus replay_ratio old pairs per new one).
+    init: Literal["base", "champion"] = FROM_PARAMS_YAML
+    replay_ratio: Annotated[Float, Range(0, 100)] = FROM_PARAMS_YAML
     # The other train knobs are checked together by pipelines/train/setup.py check_params.
 
 

@@ -18,6 +18,7 @@ as a candidate) is not even loaded.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -94,7 +95,7 @@ def score_for_promotion(
     keep = [source.fingerprint for source in sources.values()]
     store = open_store(paths, keep=keep) if params.evaluate.cache else None
     scores = {
-        side: _score_source(
+        side: score_source(
             source, eval_set, params, store=store, batch_size=params.evaluate.batch_size
         )
         for side, source in sources.items()
@@ -121,15 +122,18 @@ def eval_data_hash(paths: Paths) -> str:
         ) from error
 
 
-def _score_source(
+def score_source(
     source: ModelSource,
     eval_set: EvalSet,
     params: Params,
     *,
     store: EmbeddingStore | None,
     batch_size: int,
+    sets: Sequence[str] = QUERY_SETS,
 ) -> SetScores:
-    """One model's per-query scores on every set of ``eval_set`` at its full dimension."""
+    """One model's per-query scores on ``sets`` of ``eval_set`` (every set by default;
+    the passage sets alone for an eval set without its transfer corpus) at its full
+    dimension, and the meaning sets pooled."""
     try:
         embeddings = embed_eval_set(source, eval_set, store=store, batch_size=batch_size)
     except ValueError as error:  # already names the model
@@ -139,7 +143,7 @@ def _score_source(
     full_dim = int(embeddings.corpus.shape[1])
     scored = score_eval_set(embeddings, eval_set, ks=params.evaluate.ks, dims=[full_dim])
     by_set: SetScores = {}
-    for query_set in QUERY_SETS:
+    for query_set in sets:
         holding = eval_set.holding(query_set)
         ids = tuple(holding.query_ids[row] for row in holding.rows_of(query_set))
         found = scored[query_set]

@@ -58,6 +58,9 @@ class CandidateMetadata:
     #: The share of the fine-tuned weights in the candidate's, the rest the base model's
     #: (``train.mixing_weights``, :mod:`pipelines.train.mixing`); 1.0: not mixed.
     mixing_weight: float | None = None
+    #: The papers whose passages were training positives, the champion's included for a
+    #: warm start: what the next warm start treats as old (:mod:`pipelines.train.warm_start`).
+    trained_papers: tuple[str, ...] = ()
 
     @classmethod
     def of_training(
@@ -69,6 +72,7 @@ class CandidateMetadata:
         data_hash: str,
         trained_at: str,
         mixing_weight: float,
+        trained_papers: Sequence[str] = (),
     ) -> CandidateMetadata:
         """The record of a model train just trained with ``train_params`` (its section)."""
         return cls(
@@ -79,6 +83,7 @@ class CandidateMetadata:
             data_hash=data_hash,
             trained_at=trained_at,
             mixing_weight=mixing_weight,
+            trained_papers=tuple(trained_papers),
         )
 
     def with_fingerprint(self, fingerprint: str) -> CandidateMetadata:
@@ -110,6 +115,7 @@ class CandidateMetadata:
             "data_hash": self.data_hash,
             "trained_at": self.trained_at,
             "mixing_weight": self.mixing_weight,
+            "trained_papers": list(self.trained_papers),
         }
         if self.fingerprint:
             record["fingerprint"] = self.fingerprint
@@ -140,6 +146,7 @@ class CandidateMetadata:
             data_hash=_optional(value, "data_hash", str, where) or None,
             trained_at=_optional(value, "trained_at", str, where),
             mixing_weight=_optional(value, "mixing_weight", float, where),
+            trained_papers=_strings(value, "trained_papers", where),
         )
 
 
@@ -201,6 +208,16 @@ def _optional(record: Mapping[str, Any], key: str, kind: type, where: str) -> An
     if value is not None and (not isinstance(value, kinds) or isinstance(value, bool)):
         raise _bad_field(where, key, _KIND_NAMES[kind], value)
     return float(value) if kind is float and isinstance(value, int) else value
+
+
+def _strings(record: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
+    """``record[key]`` as a tuple of strings; absent or null is empty."""
+    value = record.get(key)
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise _bad_field(where, key, "a list of strings", value)
+    return tuple(value)
 
 
 def _bad_field(where: str, key: str, expected: str, value: Any) -> CandidateMetadataError:

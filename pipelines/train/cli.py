@@ -75,6 +75,7 @@ def train(
             progress=progress,
             tracking=tracking,
             model_name=f"{loaded.promote.registered_model} (mathembed)",
+            promote=loaded.promote,
         )
     if not world.is_main:
         return

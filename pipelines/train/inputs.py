@@ -8,6 +8,7 @@ pieces they use are in :mod:`pipelines.train.setup`.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -18,7 +19,7 @@ from pipelines.common import io
 from pipelines.common.config import TrainParams
 from pipelines.common.paths import Paths
 from pipelines.common.tables import TABLES
-from pipelines.retrieval.models import ModelLoadError, data_hash, load_base_model
+from pipelines.retrieval.models import ModelLoadError, data_hash
 from pipelines.train.distributed import World, join, main_first
 from pipelines.train.negatives import MinedNegatives, mine_training_negatives
 from pipelines.train.setup import (
@@ -31,6 +32,7 @@ from pipelines.train.setup import (
     resolve_matryoshka_dims,
     split_pairs,
 )
+from pipelines.train.warm_start import Start, WarmSplit, positive_papers, warm_split
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -56,6 +58,7 @@ class LoadedBase:
     precision: Precision
     dimension: int
     dims: tuple[int, ...]  # the Matryoshka dims the loss trains
+    start: Start  # the base model itself, or the champion a warm start loaded in its place
 
 
 def read_training_data(params: TrainParams, paths: Paths) -> TrainingData:
@@ -69,57 +72,69 @@ def read_training_data(params: TrainParams, paths: Paths) -> TrainingData:
     pairs = io.read_parquet(pairs_path)
     train_pairs, validation_pairs = split_pairs(pairs, pairs_path)
     validation_pairs = capped_sample(validation_pairs, params.max_validation_pairs, params.seed)
+    check_fills_batch(train_pairs, params, f"the training split of {pairs_path}")
+    return TrainingData(pairs_path, pairs, train_pairs, validation_pairs, data_hash(pairs_path))
+
+
+def check_fills_batch(train_pairs: pd.DataFrame, params: TrainParams, what: str) -> None:
+    """A :class:`TrainError` naming the fix when ``train_pairs`` cannot fill one batch."""
     if distinct_texts(train_pairs) < params.batch_size:
         raise TrainError(
-            f"the training split of {pairs_path} has {len(train_pairs)} pairs but only "
+            f"{what} has {len(train_pairs)} pairs but only "
             f"{distinct_texts(train_pairs)} distinct texts per column, too few to fill one "
             f"no-duplicates batch of train.batch_size={params.batch_size}; lower "
             "train.batch_size or add data"
         )
-    return TrainingData(pairs_path, pairs, train_pairs, validation_pairs, data_hash(pairs_path))
 
 
-def load_base(params: TrainParams, world: World) -> LoadedBase:
-    """Join the other ranks on the device chosen, then load the base model there."""
+def load_base(params: TrainParams, world: World, resolve_start: Callable[[], Start]) -> LoadedBase:
+    """Join the other ranks on the device chosen, then load where training starts there
+    (rank 0 resolves it first: a warm start copies the champion once)."""
     device = resolve_device(params.device)
     precision = choose_precision(device)
     join(world, device)
-    model = seeded_base_model(params, f"cuda:{world.local_rank}" if device == "cuda" else device)
+    with main_first(world):
+        start = resolve_start()
+    model = start.load(params, f"cuda:{world.local_rank}" if device == "cuda" else device)
     dimension = model.get_embedding_dimension()
     if dimension is None:
         raise ModelLoadError(f"base model {params.base_model!r} does not report its dimension")
     dims = resolve_matryoshka_dims(params.matryoshka_dims, dimension)
-    return LoadedBase(model, device, precision, dimension, dims)
-
-
-def seeded_base_model(params: TrainParams, device: str) -> SentenceTransformer:
-    """``train.base_model`` as training starts from it, on ``device``: the same weights on
-    every load, those the base model lacks initialised from ``train.seed``."""
-    from transformers import set_seed
-
-    set_seed(params.seed)  # before loading: a base model missing some weights initialises them
-    return load_base_model(
-        params.base_model,
-        pooling=params.pooling,
-        max_seq_length=params.max_seq_length,
-        device=device,
-    )
+    return LoadedBase(model, device, precision, dimension, dims, start)
 
 
 def with_mined_negatives(
     data: TrainingData,
-    model: SentenceTransformer,
+    base: LoadedBase,
     params: TrainParams,
     paths: Paths,
     world: World,
 ) -> tuple[TrainingData, MinedNegatives | None]:
-    """With ``train.mined_negatives``, the training split with the negatives ``model`` (the
-    untrained base) ranks highest among the non-relevant passages; else ``data`` as it is."""
+    """With ``train.mined_negatives``, the training split with the negatives the model
+    training starts from (untrained yet) ranks highest among the non-relevant passages;
+    else ``data`` as it is."""
     if not params.mined_negatives:
         return data, None
     with main_first(world):  # rank 0 mines and caches; the others read its cache
         mining = mine_training_negatives(
-            model, data.pairs, params=params, cache_dir=paths.negatives_cache, pairs_hash=data.hash
+            base.model,
+            data.pairs,
+            params=params,
+            cache_dir=paths.negatives_cache,
+            pairs_hash=data.hash,
+            miner_fingerprint=base.start.fingerprint,
         )
     train_pairs, _ = split_pairs(mining.pairs, data.path)
     return dataclasses.replace(data, train=train_pairs), mining
+
+
+def with_warm_split(
+    data: TrainingData, start: Start, params: TrainParams
+) -> tuple[TrainingData, WarmSplit | None]:
+    """For a warm start, the training split cut to the new pairs and a replay sample of
+    the old (:func:`pipelines.train.warm_start.warm_split`); else ``data`` as it is."""
+    if not start.is_warm:
+        return data, None
+    split = warm_split(data.train, positive_papers(data.pairs), start.known_papers, params)
+    check_fills_batch(split.pairs, params, f"a warm start's training pairs ({split.note})")
+    return dataclasses.replace(data, train=split.pairs), split

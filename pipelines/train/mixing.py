@@ -8,7 +8,8 @@ scores best on the validation task by ``train.best_checkpoint_metric`` (the scor
 checkpoint was kept by), the smaller on a tie (closer to the base). Every weight is scored
 afresh, 1.0 too, so all are measured alike. Without validation queries nothing can choose:
 the largest weight is used and the record says so. ``[1.0]`` is no mixing: the base model
-is not loaded again.
+is not loaded again. A warm start (:mod:`pipelines.train.warm_start`) mixes with the
+champion it started from: ``base`` here is whatever the run started from.
 
 The mixture is what :mod:`pipelines.train.stage` publishes as the candidate, so evaluate and
 promote see an ordinary model; the choice is recorded in ``metrics/train.json``
@@ -26,7 +27,6 @@ from typing import TYPE_CHECKING, Any
 from pipelines.common.config import TrainParams
 from pipelines.registry.reporting import format_score, metric_label
 from pipelines.train.card import show_scores
-from pipelines.train.inputs import seeded_base_model
 from pipelines.train.validation import IrMetric
 
 if TYPE_CHECKING:
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from torch import Tensor
 
     from pipelines.train.ir_evaluator import MetricsRsEvaluator
+    from pipelines.train.warm_start import Start
 
 logger = logging.getLogger(__name__)
 
@@ -163,22 +164,26 @@ def unscored_mixing(weights: Sequence[float], metric: IrMetric) -> Mixing:
 # -- the step -----------------------------------------------------------------------------
 
 
-def mix_with_base(
-    model: SentenceTransformer, params: TrainParams, evaluator: MetricsRsEvaluator | None
+def mix_with_start(
+    model: SentenceTransformer,
+    params: TrainParams,
+    evaluator: MetricsRsEvaluator | None,
+    start: Start,
 ) -> Mixing:
-    """Load into ``model`` (the kept checkpoint) its mixture with ``train.base_model`` at the
-    weight chosen from ``train.mixing_weights`` (and put that mixture's validation scores on
-    its card); the record of the choice. Rank 0 alone."""
+    """Load into ``model`` (the kept checkpoint) its mixture with the weights the run
+    started from (``train.base_model``, or a warm start's champion) at the weight chosen from
+    ``train.mixing_weights`` (and put that mixture's validation scores on its card); the
+    record of the choice. Rank 0 alone."""
     grid = sorted(set(params.mixing_weights))
     metric = params.best_checkpoint_metric
     if evaluator is None or grid == [1.0]:
         mixing = unscored_mixing(grid, metric)
         if mixing.chosen < 1.0:
-            model.load_state_dict(_mixer(model, params)(mixing.chosen))
+            model.load_state_dict(_mixer(model, params, start)(mixing.chosen))
         if not mixing.is_plain:
             logger.info("train: mixing: weight %g, %s", mixing.chosen, mixing.why)
         return mixing
-    mix = _mixer(model, params)
+    mix = _mixer(model, params, start)
     means: dict[float, dict[str, float]] = {}
     for weight in grid:
         model.load_state_dict(mix(weight))
@@ -196,9 +201,11 @@ def mix_with_base(
     return mixing
 
 
-def _mixer(model: SentenceTransformer, params: TrainParams) -> Callable[[float], dict[str, Tensor]]:
-    """``weight -> state dict`` of ``model``'s current weights mixed with the base model's,
-    both held on the CPU (the base loaded as training loaded it: same spec, same seed)."""
+def _mixer(
+    model: SentenceTransformer, params: TrainParams, start: Start
+) -> Callable[[float], dict[str, Tensor]]:
+    """``weight -> state dict`` of ``model``'s current weights mixed with those the run
+    started from, both held on the CPU (loaded as training loaded them: same spec, same seed)."""
     tuned = {key: value.detach().to("cpu", copy=True) for key, value in model.state_dict().items()}
-    base = seeded_base_model(params, "cpu").state_dict()
+    base = start.load(params, "cpu").state_dict()
     return lambda weight: interpolate_state_dict(base, tuned, weight)

@@ -132,10 +132,12 @@ def mine_training_negatives(
     params: TrainParams,
     cache_dir: Path,
     pairs_hash: str,
+    miner_fingerprint: str | None = None,
 ) -> MinedNegatives:
     """The whole pairs table with the training split's negatives mined by ``model`` (the
-    base model ``params`` name, not yet trained); the validation split as it was."""
-    fingerprint = base_model_fingerprint(
+    base model ``params`` name, not yet trained, or the champion a warm start starts from:
+    ``miner_fingerprint``, its cache key); the validation split as it was."""
+    fingerprint = miner_fingerprint or base_model_fingerprint(
         params.base_model, pooling=params.pooling, max_seq_length=params.max_seq_length
     )
     table = pairs if "negative" in pairs.columns else pairs.assign(negative="")

@@ -10,7 +10,7 @@ import dataclasses
 import os
 import shutil
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,6 +28,7 @@ from pipelines.train.negatives import MinedNegatives
 from pipelines.train.setup import describe_device, loss_curves
 from pipelines.train.tracking import TrainingRun, describe_run, log_metrics, run_record
 from pipelines.train.validation import IR_CURVE, IrMetric, ValidationSet, ir_curve, kept_checkpoint
+from pipelines.train.warm_start import WarmSplit
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -87,6 +88,7 @@ def save_candidate(
     pairs_hash: str,
     trained_at: str,
     mixing_weight: float,
+    trained_papers: Sequence[str],
     tracking: TrainingRun | None,
     card_note: str,
 ) -> str:
@@ -99,6 +101,7 @@ def save_candidate(
         data_hash=pairs_hash,
         trained_at=trained_at,
         mixing_weight=mixing_weight,
+        trained_papers=trained_papers,
     )
     extra_files = {TRAINING_RUN_FILE: run_record(tracking)} if tracking else {}
     with disk_errors(output.parent):
@@ -173,6 +176,7 @@ def train_metrics(
     task: ValidationSet,
     mining: MinedNegatives | None,
     mixing: Mixing,
+    warm: WarmSplit | None,
     trained_at: str,
 ) -> dict[str, Any]:
     """``metrics/train.json``: the run's setup, its curves, the step kept (and its mixing
@@ -205,6 +209,15 @@ def train_metrics(
         IR_CURVE: outcome.validation_ir,
         "kept_checkpoint": outcome.kept,
         "mixing": mixing.as_json(),
+        # Where training started (train.init) and, for a warm start, which pairs it trained on.
+        "init": {
+            **base.start.record(),
+            **(
+                {"new_pairs": warm.new, "replayed_pairs": warm.replayed, "old_pairs": warm.old}
+                if warm
+                else {}
+            ),
+        },
         "validation_set": {
             "queries": len(task.queries),
             "corpus": len(task.corpus),

@@ -170,11 +170,19 @@ def step_budget(params: TrainParams, n_train_pairs: int) -> int:
     return full if params.max_steps == -1 else min(params.max_steps, full)
 
 
-def run_key(params: TrainParams, pairs_hash: str, *, processes: int = 1) -> dict[str, Any]:
-    """What a checkpoint must have been trained with to be resumed: data, every param and
-    the number of processes (each rank resumes its own random state)."""
-    key = {"data_hash": pairs_hash, "params": json.loads(json.dumps(dataclasses.asdict(params)))}
-    return key if processes == 1 else {**key, "processes": processes}
+def run_key(
+    params: TrainParams, pairs_hash: str, *, processes: int = 1, start: str | None = None
+) -> dict[str, Any]:
+    """What a checkpoint must have been trained with to be resumed: data, every param, the
+    number of processes (each rank resumes its own random state) and, for a warm start, the
+    champion it started from (``start``, its fingerprint)."""
+    key: dict[str, Any] = {
+        "data_hash": pairs_hash,
+        "params": json.loads(json.dumps(dataclasses.asdict(params))),
+    }
+    if processes != 1:
+        key["processes"] = processes
+    return key if start is None else {**key, "start": start}
 
 
 def loss_curves(log_history: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], ...]:

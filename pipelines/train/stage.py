@@ -11,7 +11,9 @@ A run is data -> model -> loss -> ``SentenceTransformerTrainer`` with one
   no-duplicates sampler compares every column, and a shared ``kind`` or ``concept``
   value would keep related pairs out of one batch.
 * **Model**: ``train.base_model`` with ``train.pooling``
-  (:func:`pipelines.retrieval.models.load_base_model`).
+  (:func:`pipelines.retrieval.models.load_base_model`); with ``train.init: champion`` the
+  registry's champion in its place, trained on the new papers' pairs and a replay sample of
+  the old (:mod:`pipelines.train.warm_start`).
 * **Loss**: ``MultipleNegativesRankingLoss`` (MNRL) inside ``MatryoshkaLoss``. MNRL treats
   the other positives of a batch as an anchor's negatives, so the batch size *is* the
   number of negatives. Gradient accumulation cannot raise it (each micro-batch still sees
@@ -42,6 +44,7 @@ A run is data -> model -> loss -> ``SentenceTransformerTrainer`` with one
 * **Mixing with the base model**: the candidate's weights are ``(1 - a) x base + a x kept``
   (WiSE-FT), ``a`` the one of ``train.mixing_weights`` whose mixture scores best on the
   same validation score (:mod:`pipelines.train.mixing`); ``[1.0]`` keeps the checkpoint.
+  A warm start mixes with the champion it started from.
 
 Outputs: ``models/candidate/`` (sentence-transformers format + ``mathembed.json``:
 fingerprint, base model, pooling, Matryoshka dims, params, data hash, time, mixing weight),
@@ -75,7 +78,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -84,7 +87,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from pipelines.common import io
-from pipelines.common.config import TrainParams
+from pipelines.common.config import PromoteParams, TrainParams
 from pipelines.common.paths import Paths
 from pipelines.train.callbacks import RunLog, bars_on_terminal_only, observer
 from pipelines.train.card import (
@@ -109,8 +112,9 @@ from pipelines.train.inputs import (
     load_base,
     read_training_data,
     with_mined_negatives,
+    with_warm_split,
 )
-from pipelines.train.mixing import mix_with_base
+from pipelines.train.mixing import mix_with_start
 from pipelines.train.results import (
     Outcome,
     Throughput,
@@ -131,6 +135,13 @@ from pipelines.train.setup import (
 from pipelines.train.setup import TrainError as TrainError  # the command catches it from here
 from pipelines.train.tracking import TrainingRun, mlflow_callback, training_run_status
 from pipelines.train.validation import ValidationSet, validation_set
+from pipelines.train.warm_start import (
+    Start,
+    WarmSplit,
+    positive_papers,
+    resolve_start,
+    trained_papers,
+)
 
 if TYPE_CHECKING:
     from datasets import Dataset  # type: ignore[import-untyped]  # datasets ships no types
@@ -184,6 +195,8 @@ def run_train(
     callbacks: Sequence[TrainerCallback] = (),
     tracking: TrainingRun | None = None,
     model_name: str = DEFAULT_MODEL_NAME,
+    promote: PromoteParams | None = None,
+    start: Start | None = None,
 ) -> TrainReport:
     """Fine-tune ``params.base_model`` on the validated pairs; write the candidate and metrics.
 
@@ -191,6 +204,8 @@ def run_train(
     logged either way). ``callbacks`` are extra ``transformers.TrainerCallback`` objects
     (an orchestrator, tests). ``tracking``: the MLflow run to log into live; it is ended
     with the training (FINISHED, FAILED, KILLED). ``model_name`` titles the model card.
+    ``start``: the weights to start from; by default ``train.init`` says, the champion looked
+    up in ``promote``'s registry (params.yaml's when ``None``).
     Raises :class:`ConfigError` for unusable params,
     :class:`pipelines.retrieval.models.ModelLoadError` when the base model cannot be loaded and
     :class:`TrainError` when the data cannot train or training diverges; in every failure
@@ -211,6 +226,7 @@ def run_train(
                 callbacks=callbacks,
                 tracking=tracking,
                 model_name=model_name,
+                start=lambda: start or resolve_start(params, promote or PromoteParams(), paths),
             )
     finally:
         leave()
@@ -225,19 +241,25 @@ def _train(
     callbacks: Sequence[TrainerCallback],
     tracking: TrainingRun | None,
     model_name: str,
+    start: Callable[[], Start],
 ) -> TrainReport:
     started = time.perf_counter()
     check_params(params)
     check_batch_split(params.batch_size, world.size)
     data = read_training_data(params, paths)
-    base = load_base(params, world)
+    base = load_base(params, world, start)
     # Distractors from the passages the pairs stage wrote: one validation task, mined or not.
     task = validation_set(
         data.validation, data.train, max_corpus=params.max_validation_corpus, seed=params.seed
     )
-    data, mining = with_mined_negatives(data, base.model, params, paths, world)
+    data, mining = with_mined_negatives(data, base, params, paths, world)
+    data, warm = with_warm_split(data, base.start, params)
+    if world.is_main:
+        logger.info("train: %s%s", base.start.note, f"; {warm.note}" if warm else "")
     evaluator = _ir_evaluator(task, params)
-    resume_from, resume_note = _resume_point(params, paths.checkpoints, data.hash, world)
+    resume_from, resume_note = _resume_point(
+        params, paths.checkpoints, data.hash, world, start=base.start.fingerprint
+    )
     eval_batch_size = validation_batch_size(params.batch_size, data.validation, world.size)
     arguments = build_arguments(
         params,
@@ -274,7 +296,7 @@ def _train(
     )
     if evaluator is not None and outcome.kept is not None:
         show_kept_scores(trainer.model, evaluator, trainer.state.log_history, outcome.kept["step"])
-    mixing = mix_with_base(trainer.model, params, evaluator)
+    mixing = mix_with_start(trainer.model, params, evaluator, base.start)
     trained_at = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
     fingerprint = save_candidate(
         trainer.model,
@@ -284,10 +306,14 @@ def _train(
         pairs_hash=data.hash,
         trained_at=trained_at,
         mixing_weight=mixing.chosen,
+        trained_papers=sorted(
+            base.start.known_papers | set(trained_papers(positive_papers(data.pairs)))
+        ),
         tracking=tracking,
         card_note=kept_checkpoint_note(
             outcome.kept, n_queries=len(task.queries), n_corpus=len(task.corpus)
         )
+        + _start_note(base.start, warm)
         + mixing.card_note(),
     )
     remove_checkpoints(paths.checkpoints)
@@ -307,6 +333,7 @@ def _train(
         task=task,
         mining=mining,
         mixing=mixing,
+        warm=warm,
         trained_at=trained_at,
     )
     io.write_json(paths.metric_file("train"), metrics)
@@ -335,15 +362,30 @@ def _ir_evaluator(task: ValidationSet, params: TrainParams) -> MetricsRsEvaluato
     )
 
 
+def _start_note(start: Start, warm: WarmSplit | None) -> str:
+    """The card's "Warm start" section: the champion the run started from and its pairs."""
+    if not start.is_warm or warm is None:
+        return ""
+    return (
+        "\n## Warm start\n\n"
+        f"{start.note} (fingerprint {(start.fingerprint or '')[:12]}), on {warm.note}. "
+        "Weight-space mixing mixes with the champion's weights, not the base model's.\n"
+    )
+
+
 def _resume_point(
-    params: TrainParams, checkpoint_folder: Path, pairs_hash: str, world: World
+    params: TrainParams,
+    checkpoint_folder: Path,
+    pairs_hash: str,
+    world: World,
+    *,
+    start: str | None,
 ) -> tuple[Path | None, str]:
     """The checkpoint to resume from (none to start fresh) and why, the same on every rank."""
     # Rank 0 alone looks at (and tidies) the checkpoints; every rank resumes from its choice.
+    key = run_key(params, pairs_hash, processes=world.size, start=start)
     resume_from, resume_note = share(
-        prepare_checkpoints(checkpoint_folder, run_key(params, pairs_hash, processes=world.size))
-        if world.is_main
-        else (None, "")
+        prepare_checkpoints(checkpoint_folder, key) if world.is_main else (None, "")
     )
     if world.is_main:
         logger.info("train: %s", resume_note)

@@ -29,6 +29,7 @@ def trained() -> CandidateMetadata:
         data_hash="d" * 64,
         trained_at="2026-11-24T02:00:00Z",
         mixing_weight=0.7,
+        trained_papers=["2401.00001v1", "2401.00002v2"],
     ).with_fingerprint("f" * 64)
 
 
@@ -45,6 +46,7 @@ def test_train_s_record_has_the_keys_readers_know_and_reads_back_the_same() -> N
         "data_hash",
         "trained_at",
         "mixing_weight",
+        "trained_papers",
         "fingerprint",
     }
     # The knobs the base model was loaded with, at the top level as in train's section.
@@ -52,6 +54,7 @@ def test_train_s_record_has_the_keys_readers_know_and_reads_back_the_same() -> N
     assert record["params"]["pooling"] == "mean" and record["params"]["max_seq_length"] == 64
     assert record["matryoshka_dims"] == [32, 16]
     assert record["mixing_weight"] == 0.7
+    assert record["trained_papers"] == ["2401.00001v1", "2401.00002v2"]
     as_written = json.loads(json.dumps(record))
     assert CandidateMetadata.from_json(as_written).as_json() == as_written  # read back the same
     assert trained().base_spec == BaseModelSpec("some/base", "mean", 64)

@@ -16,19 +16,19 @@ from test_train import make_root, toy_pairs, toy_params
 from pipelines.common import io
 from pipelines.registry.candidate_metadata import read_candidate_metadata
 from pipelines.retrieval.models import load_base_model
-from pipelines.train import mixing as mixing_module
 from pipelines.train.inputs import read_training_data
 from pipelines.train.ir_evaluator import MetricsRsEvaluator
 from pipelines.train.mixing import (
     Mixing,
     choose_weight,
     interpolate_state_dict,
-    mix_with_base,
+    mix_with_start,
     scored_mixing,
     unscored_mixing,
 )
 from pipelines.train.stage import run_train
 from pipelines.train.validation import validation_set
+from pipelines.train.warm_start import Start
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -139,16 +139,14 @@ def test_the_card_says_the_weight_chosen_and_each_weights_score() -> None:
     assert unscored_mixing([1.0], "mrr@10").card_note() == ""
 
 
-def test_a_grid_of_one_alone_loads_no_base_model(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    def no_base(*args: Any, **kwargs: Any) -> Any:
-        raise AssertionError("the base model was loaded")
+def test_a_grid_of_one_alone_loads_no_base_model(tmp_path: Path) -> None:
+    class NoBase(Start):
+        def load(self, *args: Any, **kwargs: Any) -> Any:
+            raise AssertionError("the base model was loaded")
 
-    monkeypatch.setattr(mixing_module, "seeded_base_model", no_base)
     params = toy_params(tmp_path, mixing_weights=(1.0,))
     model: Any = object()  # neither read nor changed
-    assert mix_with_base(model, params, evaluator=None) == Mixing(
+    assert mix_with_start(model, params, None, NoBase("base", "train.init: base")) == Mixing(
         {1.0: None}, 1.0, "mrr@10", unscored_mixing([1.0], "mrr@10").why
     )
 
