@@ -332,6 +332,23 @@ def test_force_retrains_when_nothing_changed(stack: Stack) -> None:
     assert read_json(stack.root / "metrics" / "train.json")["trained_at"] != trained_before
 
 
+def test_a_warm_started_night_starts_from_the_champion_on_the_server(stack: Stack) -> None:
+    champion = registry(stack).get_model_version_by_alias(MODEL, "champion")
+    update_params(stack.root, {"train": {"init": "champion"}})
+    try:
+        state = run_nightly(stack, force=True)
+        assert state.is_completed(), state.message
+        init = read_json(stack.root / "metrics" / "train.json")["init"]
+        assert (init["asked"], init["started_from"]) == ("champion", "champion")
+        assert init["version"] == champion.version
+        assert init["fingerprint"] == champion.tags["fingerprint"]
+        assert init["new_pairs"] == 0  # the same papers: every pair is trained on again
+        card = (stack.root / "models" / "candidate" / "README.md").read_text(encoding="utf-8")
+        assert f"starting from {MODEL} v{champion.version} (@champion)" in card
+    finally:
+        update_params(stack.root, {"train": {"init": "base"}})
+
+
 def test_a_run_killed_during_training_resumes_on_the_next(stack: Stack) -> None:
     # Longer training (whole epochs, checkpoint after each) so there is a moment to kill.
     update_params(stack.root, {"train": {"max_steps": -1, "epochs": 4}})
