@@ -35,6 +35,8 @@ def train(
 
     Trains params.yaml's 'train' base model on data/validated/pairs.parquet with MNRL (or
     cached MNRL) inside a Matryoshka loss; writes models/candidate/ and metrics/train.json.
+    With train.init: champion it starts from the registry's @champion instead, on the pairs
+    of papers that champion never trained on plus a replay sample of the others.
     Logs progress (step n/N, loss, time left) and logs the run live to MLflow (the
     promote.experiment; MLFLOW_TRACKING_URI or mlruns/), naming it in
     models/candidate/mlflow_run.json; without a reachable store it trains all the same.
