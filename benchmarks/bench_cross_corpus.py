@@ -30,7 +30,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.machine import git_state, load_average, to_jsonable  # noqa: E402
+from benchmarks.machine import write_record  # noqa: E402
 from pipelines.common.config import load_params  # noqa: E402
 from pipelines.common.paths import Paths  # noqa: E402
 from pipelines.common.tables import PASSAGE_SETS  # noqa: E402
@@ -159,8 +159,6 @@ def run(trained_root: Path, foreign_root: Path) -> dict[str, Any]:
         "metric": METRIC,
         "sets": sets,
         "seconds": seconds,
-        "git": git_state(),
-        "load_average": load_average(),
     }
 
 
@@ -171,7 +169,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True, help="the JSON record to write")
     args = parser.parse_args()
     result = run(args.trained.resolve(), args.foreign.resolve())
-    args.out.write_text(json.dumps(to_jsonable(result), indent=1) + "\n", encoding="utf-8")
+    write_record(args.out, result)
     print(json.dumps(result["sets"], indent=1))
 
 

@@ -34,7 +34,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.machine import git_state, load_average, to_jsonable  # noqa: E402
+from benchmarks.machine import write_record  # noqa: E402
 from pipelines.common.config import load_params  # noqa: E402
 from pipelines.common.paths import Paths  # noqa: E402
 from pipelines.common.tables import QUERY_SETS  # noqa: E402
@@ -136,8 +136,6 @@ def run(project: Path, weights: list[float]) -> dict[str, Any]:
         "transfer": eval_set.transfer_record,
         "sets": sets,
         "seconds": seconds,
-        "git": git_state(),
-        "load_average": load_average(),
     }
 
 
@@ -149,7 +147,7 @@ def main() -> None:
     args = parser.parse_args()
     weights = [float(weight) for weight in args.weights.split(",")]
     result = run(args.project.resolve(), weights)
-    args.out.write_text(json.dumps(to_jsonable(result), indent=1) + "\n", encoding="utf-8")
+    write_record(args.out, result)
     print(json.dumps(result["sets"], indent=1))
 
 

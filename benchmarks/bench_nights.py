@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import shutil
 import sys
 import time
@@ -45,7 +44,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.machine import git_state, load_average, to_jsonable  # noqa: E402
+from benchmarks.machine import write_record  # noqa: E402
 from pipelines.common import io  # noqa: E402
 from pipelines.common.config import Params, load_params  # noqa: E402
 from pipelines.common.paths import Paths  # noqa: E402
@@ -122,7 +121,6 @@ class Bench:
             "train": dataclasses.asdict(self.train),
             "anchors": {},
             "arms": {arm: [] for arm in ARMS},
-            "git": git_state(),
         }
 
     def score(self, source: ModelSource, *, stored: bool = False) -> dict[str, Scores]:
@@ -137,8 +135,7 @@ class Bench:
         )
 
     def save(self) -> None:
-        self.record["load_average"] = load_average()
-        self.out.write_text(json.dumps(to_jsonable(self.record), indent=1) + "\n", "utf-8")
+        write_record(self.out, self.record)
 
     def run(self) -> None:
         metadata = read_candidate_metadata(self.paths.candidate)

@@ -8,6 +8,7 @@ through the environment before NumPy loads.
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import math
 import os
 import platform
@@ -161,3 +162,9 @@ def git_state() -> dict[str, Any]:
 
     status = git("status", "--porcelain", "--untracked-files=no")
     return {"commit": git("rev-parse", "HEAD"), "dirty": None if status is None else bool(status)}
+
+
+def write_record(path: Path, record: dict[str, Any]) -> None:
+    """A bench's JSON record, with the commit measured and the machine's load beside it."""
+    full = {**record, "git": git_state(), "load_average": load_average()}
+    path.write_text(json.dumps(to_jsonable(full), indent=1) + "\n", encoding="utf-8")
