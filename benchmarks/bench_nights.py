@@ -27,12 +27,15 @@ through the project's embedding store.
         --steps 25 --work /tmp/nights --out benchmarks/results/nights_demo.json
 
 The record is rewritten after every night, so a run stopped midway keeps what it measured.
+At the end the two arms' last champions are compared with each other by the same paired
+test (``last_champions``); ``--compare-only`` does just that for a finished record.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import shutil
 import sys
 import time
@@ -80,22 +83,24 @@ def pairs_arrived(pairs: pd.DataFrame, arrived: set[str]) -> pd.DataFrame:
     return pairs[positive & negative].reset_index(drop=True)
 
 
-def figures(scores: dict[str, Scores], base: dict[str, Scores], params: Params) -> dict[str, Any]:
-    """MRR@10 per passage set, with p against the base model."""
+def figures(
+    scores: dict[str, Scores], other: dict[str, Scores], params: Params, against: str = "base"
+) -> dict[str, Any]:
+    """MRR@10 per passage set, with the difference and p against ``other`` (the base)."""
     rule = params.promote
     row = {}
     for name in PASSAGE_SETS:
         p_value = paired_test_p_value(
             scores[name].per_query[METRIC],
-            base[name].per_query[METRIC],
+            other[name].per_query[METRIC],
             method=rule.test_method,
             n_resamples=rule.n_resamples,
             seed=rule.seed,
         )
         row[name] = {
             METRIC: round(scores[name].means[METRIC], 4),
-            "minus_base": round(scores[name].means[METRIC] - base[name].means[METRIC], 4),
-            "p_vs_base": None if p_value is None else round(p_value, 4),
+            f"minus_{against}": round(scores[name].means[METRIC] - other[name].means[METRIC], 4),
+            f"p_vs_{against}": None if p_value is None else round(p_value, 4),
         }
     return row
 
@@ -137,11 +142,39 @@ class Bench:
     def save(self) -> None:
         write_record(self.out, self.record)
 
-    def run(self) -> None:
+    def score_base(self) -> None:
         metadata = read_candidate_metadata(self.paths.candidate)
         if metadata is None or metadata.base_spec is None:
             raise SystemExit(f"{self.paths.candidate}: no mathembed.json naming the base model")
         self.base = self.score(base_model_source(metadata.base_spec), stored=True)
+
+    def compare_last(self, folders: dict[str, Path]) -> None:
+        """The champion arm's last champion against the base arm's, set by set."""
+        scores = {
+            arm: self.score(local_model_source(arm, folder)) for arm, folder in folders.items()
+        }
+        self.record["last_champions"] = {
+            "folders": {arm: str(folder) for arm, folder in folders.items()},
+            "champion_arm_vs_base_arm": figures(
+                scores["champion"], scores["base"], self.params, against="base_arm"
+            ),
+        }
+        self.save()
+
+    def recorded_champions(self) -> dict[str, Path]:
+        """Each arm's last promoted night in a finished record (a shared night is the
+        first arm's folder)."""
+        folders = {}
+        for arm in ARMS:
+            promoted = [entry for entry in self.record["arms"][arm] if entry["promoted"]]
+            last = promoted[-1]
+            folders[arm] = self.work / last.get("shared_with", arm) / f"night-{last['night']}"
+        return folders
+
+    def run(self) -> None:
+        self.score_base()
+        metadata = read_candidate_metadata(self.paths.candidate)
+        assert metadata is not None
         one_night = self.score(local_model_source("one-night", self.paths.candidate), stored=True)
         self.record["anchors"] = {
             "one_night": {
@@ -190,6 +223,7 @@ class Bench:
                     flush=True,
                 )
                 self.save()
+        self.compare_last({arm: kept[0] for arm, kept in champions.items() if kept})
 
     def train_night(
         self,
@@ -245,8 +279,18 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=25, help="train.max_steps of each night")
     parser.add_argument("--work", type=Path, required=True, help="a scratch folder per arm")
     parser.add_argument("--out", type=Path, required=True, help="the JSON record to write")
+    parser.add_argument(
+        "--compare-only",
+        action="store_true",
+        help="compare the arms' last champions of the finished record --out names",
+    )
     args = parser.parse_args()
-    Bench(args.project.resolve(), args.work.resolve(), args.nights, args.steps, args.out).run()
+    bench = Bench(args.project.resolve(), args.work.resolve(), args.nights, args.steps, args.out)
+    if args.compare_only:
+        bench.record = json.loads(args.out.read_text(encoding="utf-8"))
+        bench.compare_last(bench.recorded_champions())
+    else:
+        bench.run()
 
 
 if __name__ == "__main__":

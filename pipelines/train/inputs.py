@@ -20,7 +20,7 @@ from pipelines.common.config import TrainParams
 from pipelines.common.paths import Paths
 from pipelines.common.tables import TABLES
 from pipelines.retrieval.models import ModelLoadError, data_hash
-from pipelines.train.distributed import World, join, main_first
+from pipelines.train.distributed import World, join, main_first, share
 from pipelines.train.negatives import MinedNegatives, mine_training_negatives
 from pipelines.train.setup import (
     Precision,
@@ -89,12 +89,13 @@ def check_fills_batch(train_pairs: pd.DataFrame, params: TrainParams, what: str)
 
 def load_base(params: TrainParams, world: World, resolve_start: Callable[[], Start]) -> LoadedBase:
     """Join the other ranks on the device chosen, then load where training starts there
-    (rank 0 resolves it first: a warm start copies the champion once)."""
+    (rank 0 alone resolves it, reading the registry and copying a champion once; the other
+    ranks load what it shares)."""
     device = resolve_device(params.device)
     precision = choose_precision(device)
     join(world, device)
-    with main_first(world):
-        start = resolve_start()
+    start = share(resolve_start() if world.is_main else None)
+    assert start is not None
     model = start.load(params, f"cuda:{world.local_rank}" if device == "cuda" else device)
     dimension = model.get_embedding_dimension()
     if dimension is None:

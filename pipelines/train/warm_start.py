@@ -1,19 +1,20 @@
 """Where a training run starts (``train.init``): the base model, or the registry's @champion.
 
 ``base`` retrains every night from ``train.base_model`` on all the pairs. ``champion`` (a
-warm start) starts from the champion's weights, so nights build on each other at a night's
-step budget: it trains on the pairs of papers the champion never trained on (their
-positive passage's paper is not in its ``mathembed.json`` ``trained_papers``) and a stable
-draw of ``train.replay_ratio`` old pairs per new one, so it does not forget them. The
-epochs and ``max_steps`` then apply to that smaller set: a night with few new papers trains
-few steps.
+warm start, the default: benchmarks/results/nights.md) starts from the champion's weights,
+so nights build on each other at a night's step budget: it trains on the pairs of papers
+the champion never trained on (their positive passage's paper is not in its
+``mathembed.json`` ``trained_papers``) and a stable draw of ``train.replay_ratio`` old
+pairs per new one, so it does not forget them. The epochs and ``max_steps`` then apply to
+that smaller set: a night with few new papers trains few steps.
 
 A warm start needs a champion trained from the same ``train.base_model`` (with the same
 pooling and sequence length): mixing (:mod:`pipelines.train.mixing`) and the gate's
 comparison with the base both assume it, so any other is refused in one line. With no
-registry or no champion yet (the first night) the run starts from the base model and says
-so. The champion is copied to ``models/start/`` (every rank loads it from there, and
-mixing mixes with it).
+registry or no champion yet (the first night), or a registry that cannot be reached (as
+training's own MLflow run, the night goes on: promotion reports it), the run starts from
+the base model and says so. The champion is copied to ``models/start/`` (every rank loads
+it from there, and mixing mixes with it).
 
 DVC does not see the registry: a new champion alone does not make ``train`` stale. It
 needs no retraining either; the next night with new pairs starts from it. ``train.json``
@@ -172,6 +173,7 @@ def resolve_start(params: TrainParams, promote: PromoteParams, paths: Paths) -> 
     from pipelines.registry.mlflow_registry import (
         CHAMPION,
         PromotionError,
+        RegistryError,
         connect,
         load_registered_model,
         version_fingerprint,
@@ -179,6 +181,15 @@ def resolve_start(params: TrainParams, promote: PromoteParams, paths: Paths) -> 
 
     try:
         registry = connect(paths, promote, create=False)
+    except RegistryError as error:
+        # As training's own MLflow run does: the night goes on; promotion, which needs the
+        # registry, reports it and compares with the champion all the same.
+        cause = str(error).split(". ")[0]
+        logger.warning("train: train.init: champion, but %s: starting from the base model", cause)
+        return base_start(
+            params, f"train.init: champion, but {cause}: starting from the base model"
+        )
+    try:
         version = registry.version_by_alias(CHAMPION) if registry is not None else None
         if registry is None or version is None:
             return base_start(

@@ -334,6 +334,7 @@ def test_force_retrains_when_nothing_changed(stack: Stack) -> None:
 
 def test_a_warm_started_night_starts_from_the_champion_on_the_server(stack: Stack) -> None:
     champion = registry(stack).get_model_version_by_alias(MODEL, "champion")
+    init_before = yaml.safe_load((stack.root / "params.yaml").read_text())["train"]["init"]
     update_params(stack.root, {"train": {"init": "champion"}})
     try:
         state = run_nightly(stack, force=True)
@@ -346,7 +347,7 @@ def test_a_warm_started_night_starts_from_the_champion_on_the_server(stack: Stac
         card = (stack.root / "models" / "candidate" / "README.md").read_text(encoding="utf-8")
         assert f"starting from {MODEL} v{champion.version} (@champion)" in card
     finally:
-        update_params(stack.root, {"train": {"init": "base"}})
+        update_params(stack.root, {"train": {"init": init_before}})
 
 
 def test_a_run_killed_during_training_resumes_on_the_next(stack: Stack) -> None:

@@ -119,7 +119,7 @@ def test_train_init_and_replay_ratio_are_checked_where_declared(tmp_path: Path) 
     params_file.write_text("train:\n  replay_ratio: -1\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="train.replay_ratio"):
         load_params(params_file)
-    assert TrainParams().init == "base" and TrainParams().replay_ratio == 1.0
+    assert TrainParams().init == "champion" and TrainParams().replay_ratio == 1.0
 
 
 def test_trained_papers_survive_the_metadata_file_and_bad_ones_are_named() -> None:
@@ -146,7 +146,7 @@ def test_no_champion_yet_starts_from_the_base_and_says_so(world: World) -> None:
         champion_params(world), world.params.promote, world.paths.__class__(world.root / "none")
     )
     assert not no_store.is_warm
-    assert resolve_start(params_with(), world.params.promote, world.paths).note == (
+    assert resolve_start(params_with(init="base"), world.params.promote, world.paths).note == (
         "train.init: base"
     )
 
@@ -232,3 +232,14 @@ def test_a_warm_run_trains_the_new_pairs_and_a_replay_and_records_it(
     assert tonight is not None and len(tonight.trained_papers) == 40  # old and new
     card = (paths.candidate / "README.md").read_text(encoding="utf-8")
     assert "## Warm start" in card and "20 new pairs" in card
+
+
+def test_an_unreachable_registry_starts_from_the_base_and_says_why(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://user:secret@127.0.0.1:9")  # nobody there
+    start = resolve_start(champion_params(world), world.params.promote, world.paths)
+    assert not start.is_warm
+    assert start.note.startswith("train.init: champion, but the MLflow tracking server at")
+    assert start.note.endswith(": starting from the base model")
+    assert "secret" not in start.note
