@@ -200,11 +200,16 @@ def resolve_start(params: TrainParams, promote: PromoteParams, paths: Paths) -> 
         label = f"{promote.registered_model} v{version.version} (@champion)"
         fingerprint = version_fingerprint(registry, version)
         copy = paths.models / "start"
-        if _copied(copy) != fingerprint:
-            metadata = _champion_metadata(registry, version.run_id or "", label)
-            refusal = base_mismatch(metadata, params, label)
-            if refusal:
-                raise TrainError(refusal)
+        copied = _copied(copy) == fingerprint
+        metadata = (
+            read_candidate_metadata(copy) or CandidateMetadata()
+            if copied
+            else _champion_metadata(registry, version.run_id or "", label)
+        )
+        refusal = base_mismatch(metadata, params, label)  # train's knobs may have changed
+        if refusal:
+            raise TrainError(refusal)
+        if not copied:
             staging = paths.models / "start.partial"
             shutil.rmtree(staging, ignore_errors=True)
             champion = cast("SentenceTransformer", load_registered_model(registry, version))
@@ -215,7 +220,6 @@ def resolve_start(params: TrainParams, promote: PromoteParams, paths: Paths) -> 
             staging.rename(copy)
     except PromotionError as error:
         raise TrainError(f"train.init: champion: {error}") from None
-    metadata = read_candidate_metadata(copy) or CandidateMetadata()
     return Start(
         "champion",
         f"train.init: champion: starting from {label}",

@@ -171,6 +171,9 @@ def test_the_champion_is_copied_once_and_starts_the_run(world: World, bow_models
     again = resolve_start(params, world.params.promote, world.paths)
     assert again.model_dir == start.model_dir
     assert (start.model_dir / "model.safetensors").stat().st_mtime_ns == stamp
+    # The copy is checked against train's knobs every time, not only when it is made.
+    with pytest.raises(TrainError, match="max_seq_length 16\\), not train.base_model"):
+        resolve_start(champion_params(world, max_seq_length=32), world.params.promote, world.paths)
 
 
 def test_a_champion_of_another_base_or_without_files_is_refused(
