@@ -165,6 +165,13 @@ def _says(template: str) -> Callable[[Any], str]:
     return lambda value: template.format(_number(value))
 
 
+def _started_from(init: Any) -> str:
+    """Where training started (``train.json`` ``init``): a warm start names its champion."""
+    if isinstance(init, Mapping) and init.get("started_from") == "champion":
+        return f"from @champion v{init.get('version')}"
+    return "from the base model"
+
+
 STAGE_LINES: tuple[tuple[str, str, Sequence[Part]], ...] = (
     (
         "ingest",
@@ -224,6 +231,7 @@ STAGE_LINES: tuple[tuple[str, str, Sequence[Part]], ...] = (
         "train",
         (
             ("steps", _says("{} steps")),
+            ("init", _started_from),
             ("device", _says("on {}")),
             ("wall_seconds", lambda seconds: f"{float(seconds):.0f} s"),
             ("final_loss", _says("final loss {}")),

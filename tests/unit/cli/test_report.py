@@ -46,6 +46,7 @@ STAGES = {
         "wall_seconds": 445.642,
         "final_loss": 0.8654594421386719,
         "validation_loss": 4.205604553222656,
+        "init": {"asked": "champion", "started_from": "champion", "version": "3"},
     },
     "eval": {
         "corpus_size": 3393,
@@ -215,7 +216,7 @@ def test_what_ran_is_one_rounded_line_per_stage(tmp_path: Path) -> None:
         "  ingest    16 papers listed, 16 fetched, 0 skipped, 0 quarantined, 0 withdrawn" in report
     )
     assert (
-        "  train     100 steps, on cpu (2 threads), 446 s, "
+        "  train     100 steps, from @champion v3, on cpu (2 threads), 446 s, "
         "final loss 0.8655, validation loss 4.2056"
     ) in report
     assert (
