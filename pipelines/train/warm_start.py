@@ -14,7 +14,8 @@ comparison with the base both assume it, so any other is refused in one line. Wi
 registry or no champion yet (the first night), or a registry that cannot be reached (as
 training's own MLflow run, the night goes on: promotion reports it), the run starts from
 the base model and says so. The champion is copied to ``models/start/`` (every rank loads
-it from there, and mixing mixes with it).
+it from there, and mixing mixes with it), and made again when its files no longer match
+the fingerprint the registry tagged.
 
 DVC does not see the registry: a new champion alone does not make ``train`` stale. It
 needs no retraining either; the next night with new pairs starts from it. ``train.json``
@@ -40,16 +41,13 @@ from pipelines.registry.candidate_metadata import (
     CandidateMetadataError,
     read_candidate_metadata,
 )
-from pipelines.retrieval.models import load_base_model
+from pipelines.retrieval.models import load_base_model, model_fingerprint
 from pipelines.train.setup import TrainError
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
 logger = logging.getLogger(__name__)
-
-#: The file in ``models/start/`` that names the champion copied there.
-START_RECORD = "start.json"
 
 
 def paper_of(passage_id: str) -> str:
@@ -200,7 +198,7 @@ def resolve_start(params: TrainParams, promote: PromoteParams, paths: Paths) -> 
         label = f"{promote.registered_model} v{version.version} (@champion)"
         fingerprint = version_fingerprint(registry, version)
         copy = paths.models / "start"
-        copied = _copied(copy) == fingerprint
+        copied = _holds(copy, fingerprint)
         metadata = (
             read_candidate_metadata(copy) or CandidateMetadata()
             if copied
@@ -215,7 +213,6 @@ def resolve_start(params: TrainParams, promote: PromoteParams, paths: Paths) -> 
             champion = cast("SentenceTransformer", load_registered_model(registry, version))
             champion.save(str(staging))
             io.write_json(staging / MODEL_METADATA_FILE, metadata.as_json())
-            io.write_json(staging / START_RECORD, {"fingerprint": fingerprint})
             shutil.rmtree(copy, ignore_errors=True)
             staging.rename(copy)
     except PromotionError as error:
@@ -270,7 +267,10 @@ def _champion_metadata(registry: Any, run_id: str, label: str) -> CandidateMetad
         ) from None
 
 
-def _copied(copy: Path) -> str | None:
-    """The fingerprint of the champion already copied to ``copy``, if complete."""
-    fingerprint = io.read_json_object(copy / START_RECORD).get("fingerprint")
-    return fingerprint if isinstance(fingerprint, str) else None
+def _holds(copy: Path, fingerprint: str) -> bool:
+    """Whether ``copy`` holds the champion whole: its files' fingerprint is the one the
+    registry tagged (stable across re-saves), so a damaged or stale copy is made again."""
+    try:
+        return model_fingerprint(copy) == fingerprint
+    except (OSError, ValueError):
+        return False

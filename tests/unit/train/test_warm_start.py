@@ -171,6 +171,14 @@ def test_the_champion_is_copied_once_and_starts_the_run(world: World, bow_models
     again = resolve_start(params, world.params.promote, world.paths)
     assert again.model_dir == start.model_dir
     assert (start.model_dir / "model.safetensors").stat().st_mtime_ns == stamp
+    # A damaged copy is caught by its files' fingerprint and made again.
+    with (start.model_dir / "model.safetensors").open("r+b") as weights:
+        weights.seek(-4, 2)
+        weights.write(b"\x00\x00\x00\x00")
+    mended = resolve_start(params, world.params.promote, world.paths)
+    assert (start.model_dir / "model.safetensors").stat().st_mtime_ns != stamp
+    reloaded = mended.load(params, "cpu").state_dict()
+    assert all(torch.equal(reloaded[key], champion[key]) for key in champion)
     # The copy is checked against train's knobs every time, not only when it is made.
     with pytest.raises(TrainError, match="max_seq_length 16\\), not train.base_model"):
         resolve_start(champion_params(world, max_seq_length=32), world.params.promote, world.paths)
