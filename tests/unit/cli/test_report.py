@@ -203,6 +203,16 @@ def test_without_a_decision_the_first_line_says_so_and_why(tmp_path: Path) -> No
     assert p_values_in(report.split("What ran:")[0]) == ["p = 0.0001"]
 
 
+def test_the_train_line_says_a_night_that_started_from_the_base(tmp_path: Path) -> None:
+    paths = a_run(tmp_path)
+    train = io.read_json(paths.metric_file("train"))
+    started = {"asked": "champion", "started_from": "base", "version": None}
+    io.write_json(paths.metric_file("train"), {**train, "init": started})
+    assert "  train     100 steps, from the base model, on cpu" in render_report(paths)
+    io.write_json(paths.metric_file("train"), {k: v for k, v in train.items() if k != "init"})
+    assert "  train     100 steps, on cpu" in render_report(paths)  # an older record: unsaid
+
+
 def test_a_decision_about_an_earlier_candidate_is_not_this_nights(tmp_path: Path) -> None:
     report = render_report(a_run(tmp_path, promotion(fingerprint="cfec2497", version="2")))
     first, second, *_ = report.splitlines()
