@@ -61,7 +61,10 @@ from pipelines.evaluate.sources import (  # noqa: E402
 )
 from pipelines.promote.decision import Scores, decide_on_meaning  # noqa: E402
 from pipelines.promote.scoring import score_source  # noqa: E402
-from pipelines.registry.candidate_metadata import read_candidate_metadata  # noqa: E402
+from pipelines.registry.candidate_metadata import (  # noqa: E402
+    CandidateMetadata,
+    read_candidate_metadata,
+)
 from pipelines.retrieval.vector_store import open_store  # noqa: E402
 from pipelines.train.stage import run_train  # noqa: E402
 from pipelines.train.warm_start import Start, base_start, paper_of  # noqa: E402
@@ -142,11 +145,13 @@ class Bench:
     def save(self) -> None:
         write_record(self.out, self.record)
 
-    def score_base(self) -> None:
+    def score_base(self) -> CandidateMetadata:
+        """The base model's scores (``self.base``); the project's candidate's record."""
         metadata = read_candidate_metadata(self.paths.candidate)
         if metadata is None or metadata.base_spec is None:
             raise SystemExit(f"{self.paths.candidate}: no mathembed.json naming the base model")
         self.base = self.score(base_model_source(metadata.base_spec), stored=True)
+        return metadata
 
     def compare_last(self, folders: dict[str, Path]) -> None:
         """The champion arm's last champion against the base arm's, set by set."""
@@ -172,9 +177,7 @@ class Bench:
         return folders
 
     def run(self) -> None:
-        self.score_base()
-        metadata = read_candidate_metadata(self.paths.candidate)
-        assert metadata is not None
+        metadata = self.score_base()
         one_night = self.score(local_model_source("one-night", self.paths.candidate), stored=True)
         self.record["anchors"] = {
             "one_night": {

@@ -364,7 +364,7 @@ def _ir_evaluator(task: ValidationSet, params: TrainParams) -> MetricsRsEvaluato
 
 def _start_note(start: Start, warm: WarmSplit | None) -> str:
     """The card's "Warm start" section: the champion the run started from and its pairs."""
-    if not start.is_warm or warm is None:
+    if warm is None:  # not a warm start
         return ""
     return (
         "\n## Warm start\n\n"

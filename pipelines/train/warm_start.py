@@ -106,7 +106,7 @@ def warm_split(
             "no pair from a paper the champion did not train on: all the pairs are trained on",
         )
     wanted = max(math.ceil(params.replay_ratio * len(new)), params.batch_size)
-    replay = old.sample(n=min(wanted, len(old)), random_state=params.seed) if wanted else old[:0]
+    replay = old.sample(n=min(wanted, len(old)), random_state=params.seed)
     return WarmSplit(
         pd.concat([new, replay]),
         len(new),
