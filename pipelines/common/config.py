@@ -338,6 +338,9 @@ class EvaluateParams(_Section):
     dims: tuple[Count, ...] = FROM_PARAMS_YAML  # (): the candidate's own
     batch_size: Count = FROM_PARAMS_YAML
     cache: Bool = FROM_PARAMS_YAML
+    # Another corpus's held-out queries and passages (pipelines/evaluate/foreign.py), relative
+    # to the project root: the transfer_corpus set. "": none.
+    foreign_corpus: Str = FROM_PARAMS_YAML
 
 
 #: How search orders passages (pipelines/retrieval/lexical.py): by the model's cosine alone,

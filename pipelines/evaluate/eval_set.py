@@ -28,8 +28,9 @@ error.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,14 @@ import pandas as pd
 from pipelines.common import io
 from pipelines.common.paths import Paths
 from pipelines.common.tables import PASSAGE_SETS, QUERY_SETS, TABLES, TRANSFER_SETS
-from pipelines.evaluate.transfer import WINDOW_CHARS, plain_windows, transfer_queries
+from pipelines.evaluate.foreign import FOREIGN_PREFIX, ForeignCorpus, read_foreign_corpus
+from pipelines.evaluate.transfer import (
+    TRANSFER_CORPUS,
+    WINDOW_CHARS,
+    TransferQueries,
+    plain_windows,
+    transfer_queries,
+)
 from pipelines.mathtext.headings import search_texts
 from pipelines.mathtext.masking import mask_name, names_in
 from pipelines.mathtext.statements import statements_by_passage
@@ -197,16 +205,18 @@ def build_eval_set(
     statements: pd.DataFrame | None = None,
     papers: pd.DataFrame | None = None,
     sources: Mapping[str, Path] | None = None,
+    foreign: ForeignCorpus | None = None,
 ) -> EvalSet:
     """Check the three tables against each other and index the qrels by corpus row.
 
     With ``statements`` each passage's text is its search text (headed by the statement it
     holds: :func:`~pipelines.mathtext.headings.search_texts`); without, its own text.
     With ``papers`` (``paper_id``, and ``title`` and ``abstract`` where known) it holds
-    the transfer sets (:attr:`EvalSet.transfer`). ``sources`` names the files the tables
-    came from, for the error messages. A query with no relevant (grade >= 1) chunk cannot
-    be scored; it is left out and listed in ``queries_without_relevant`` so the counts add
-    up.
+    the transfer sets (:attr:`EvalSet.transfer`), and with ``foreign`` too the
+    ``transfer_corpus`` set (:mod:`pipelines.evaluate.foreign`). ``sources`` names the files
+    the tables came from, for the error messages. A query with no relevant (grade >= 1)
+    chunk cannot be scored; it is left out and listed in ``queries_without_relevant`` so the
+    counts add up.
     """
     names = {table: Path(table) for table in EVAL_TABLES}
     names.update(sources or {})
@@ -310,7 +320,7 @@ def build_eval_set(
             for row in scorable
             if sets[row] == NAMED
         ]
-        transfer, transfer_record = _transfer_set(chunks, papers, named)
+        transfer, transfer_record = _transfer_set(chunks, papers, named, foreign)
     return EvalSet(
         corpus_ids=corpus_ids,
         corpus_texts=corpus_texts,
@@ -332,22 +342,40 @@ def build_eval_set(
 
 
 def _transfer_set(
-    chunks: pd.DataFrame, papers: pd.DataFrame, named: list[tuple[str, str, dict[str, int]]]
+    chunks: pd.DataFrame,
+    papers: pd.DataFrame,
+    named: list[tuple[str, str, dict[str, int]]],
+    foreign: ForeignCorpus | None,
 ) -> tuple[EvalSet, dict[str, Any]]:
-    """The transfer sets as an eval set over the papers' plain windows, and its record:
-    the windows' size and count, the queries per set, what could not be asked."""
+    """The transfer sets as an eval set over the papers' plain windows (and the foreign
+    corpus's passages after them), and its record: the windows' size and count, the
+    queries per set, what could not be asked."""
     windows = plain_windows(chunks)
     asked = transfer_queries(papers, windows, named)
-    record = {
+    corpus_ids, corpus_texts = list(windows.ids), list(windows.texts)
+    record: dict[str, Any] = {
         "window_chars": WINDOW_CHARS,
         "windows": len(windows.ids),
         "papers": len(set(windows.papers)),
-        "queries": {name: asked.sets.count(name) for name in TRANSFER_SETS},
-        "skipped": asked.skipped,
     }
+    if foreign is not None:
+        shared = _shared_papers(papers, foreign)
+        record["foreign_corpus"] = {
+            "folder": str(foreign.folder),
+            "passages": len(foreign.passage_ids),
+        }
+        if shared:
+            reason = f"{TRANSFER_CORPUS}: the foreign corpus's papers are this corpus's"
+            asked = replace(asked, skipped={**asked.skipped, reason: len(foreign.query_ids)})
+        else:
+            asked = _with_foreign(asked, foreign, offset=len(corpus_ids))
+            corpus_ids += [FOREIGN_PREFIX + passage for passage in foreign.passage_ids]
+            corpus_texts += foreign.texts
+    record["queries"] = {name: asked.sets.count(name) for name in TRANSFER_SETS}
+    record["skipped"] = dict(sorted(asked.skipped.items()))
     transfer = EvalSet(
-        corpus_ids=windows.ids,
-        corpus_texts=windows.texts,
+        corpus_ids=corpus_ids,
+        corpus_texts=corpus_texts,
         query_ids=asked.ids,
         query_texts=asked.texts,
         qrels=asked.qrels,
@@ -359,8 +387,37 @@ def _transfer_set(
     return transfer, record
 
 
-def load_eval_set(paths: Paths) -> EvalSet:
-    """Read the validated corpus, statements, queries and qrels (never the unvalidated tables)."""
+def _shared_papers(papers: pd.DataFrame, foreign: ForeignCorpus) -> int:
+    """How many of this corpus's papers the foreign corpus holds (by content hash)."""
+    if "content_hash" not in papers:
+        return 0
+    return int(papers["content_hash"].astype(str).isin(foreign.content_hashes).sum())
+
+
+def _with_foreign(asked: TransferQueries, foreign: ForeignCorpus, offset: int) -> TransferQueries:
+    """``asked`` with the foreign corpus's queries added as ``transfer_corpus``, their
+    judgments moved to the foreign passages' rows (after the ``offset`` windows)."""
+    ids, texts, sets = list(asked.ids), list(asked.texts), list(asked.sets)
+    qrels, excluded = list(asked.qrels), list(asked.excluded)
+    skipped = Counter(asked.skipped)
+    for query_id, text, judged, left_out in zip(
+        foreign.query_ids, foreign.query_texts, foreign.qrels, foreign.excluded, strict=True
+    ):
+        if not any(grade >= 1 for grade in judged.values()):
+            skipped[f"{TRANSFER_CORPUS}: no relevant passage"] += 1
+            continue
+        ids.append(FOREIGN_PREFIX + query_id)
+        texts.append(text)
+        sets.append(TRANSFER_CORPUS)
+        qrels.append({offset + row: grade for row, grade in judged.items()})
+        excluded.append(frozenset(offset + row for row in left_out))
+    return TransferQueries(ids, texts, sets, qrels, excluded, dict(skipped))
+
+
+def load_eval_set(paths: Paths, foreign_corpus: str = "") -> EvalSet:
+    """Read the validated corpus, statements, queries and qrels (never the unvalidated
+    tables), and the foreign corpus (``evaluate.foreign_corpus``, relative to the project
+    root; ``""``: none)."""
     sources = {name: TABLES[name].validated_path(paths) for name in EVAL_TABLES}
     tables = {}
     for name, path in sources.items():
@@ -374,4 +431,5 @@ def load_eval_set(paths: Paths) -> EvalSet:
         statements=tables["statements"],
         papers=tables["papers"],
         sources=sources,
+        foreign=read_foreign_corpus(paths.root / foreign_corpus) if foreign_corpus else None,
     )

@@ -2,7 +2,7 @@
 passages, so a night that only learns its own sets' shape shows it.
 
 The corpus is each paper's cleaned text cut into plain fixed windows
-(:data:`WINDOW_CHARS`, cut at a space): no statement headers, no block boundaries. Two
+(:data:`WINDOW_CHARS`, cut at a space): no statement headers, no block boundaries. Three
 sets (:data:`pipelines.common.tables.TRANSFER_SETS`) are searched in it:
 
 ``transfer_papers``
@@ -13,6 +13,10 @@ sets (:data:`pipelines.common.tables.TRANSFER_SETS`) are searched in it:
 ``transfer_named``
     The named set's queries -> the windows holding their relevant passages (the passage's
     grade), over the same windows: the same meaning as ``named``, another format.
+``transfer_corpus``
+    Another corpus's held-out queries -> its passages, which are added to the windows
+    (:mod:`pipelines.evaluate.foreign`): answers in text the model never trained on,
+    among text it did. Every set searches the windows and those passages together.
 
 A query that cannot be asked is counted, not guessed: a paper without a title or an
 abstract, a title or sentence that is all maths (no word outside ``$…$``), or
@@ -33,7 +37,7 @@ import pandas as pd
 from pipelines.common.tables import TRANSFER_SETS
 from pipelines.mathtext.sentences import split_sentences
 
-TRANSFER_PAPERS, TRANSFER_NAMED = TRANSFER_SETS
+TRANSFER_PAPERS, TRANSFER_NAMED, TRANSFER_CORPUS = TRANSFER_SETS
 #: Characters per window: the independent check's 1,500 (issue 27), near prepare's
 #: passage length, so only the format differs.
 WINDOW_CHARS = 1500

@@ -28,6 +28,7 @@ from pipelines.common.config import Params
 from pipelines.common.paths import MODEL_METADATA_FILE, Paths
 from pipelines.common.tables import MEANING_SETS, QUERY_SETS, TABLES
 from pipelines.evaluate.eval_set import EVAL_TABLES, EvalSet, load_eval_set
+from pipelines.evaluate.foreign import folder_files
 from pipelines.evaluate.scoring import embed_eval_set, score_eval_set
 from pipelines.evaluate.sources import (
     CANDIDATE,
@@ -78,7 +79,7 @@ def score_for_promotion(
     champion: ModelSource | None,
 ) -> ScoredModels:
     """Score candidate, base and champion on the validated queries, at each one's full dim."""
-    eval_set = load_eval_set(paths)
+    eval_set = load_eval_set(paths, params.evaluate.foreign_corpus)
     base_spec = candidate.metadata.base_spec
     if base_spec is None:
         raise PromotionRefusedError(
@@ -105,16 +106,20 @@ def score_for_promotion(
         scores["candidate"][gate],
         scores["base"][gate],
         scores["champion"][gate] if "champion" in scores else None,
-        eval_data_hash(paths),
+        eval_data_hash(paths, params.evaluate.foreign_corpus),
         gate=gate,
         sets=scores,
     )
 
 
-def eval_data_hash(paths: Paths) -> str:
-    """The hash of the validated evaluation data: passages, queries and relevance judgments."""
+def eval_data_hash(paths: Paths, foreign_corpus: str = "") -> str:
+    """The hash of the validated evaluation data: passages, queries and relevance judgments,
+    and the foreign corpus's tables (``evaluate.foreign_corpus``) when there is one."""
+    files = [TABLES[table].validated_path(paths) for table in EVAL_TABLES]
+    if foreign_corpus:
+        files += folder_files(paths.root / foreign_corpus)
     try:
-        return data_hash(*(TABLES[table].validated_path(paths) for table in EVAL_TABLES))
+        return data_hash(*files)
     except FileNotFoundError as error:
         raise PromotionRefusedError(
             f"{error}: promotion decides on the validated evaluation data (chunks, queries, "

@@ -54,6 +54,7 @@ def evaluation(
     named = [f"n{i}" for i in range(n_named)]
     described = [f"d{i}" for i in range(n_described)]
     titles = [f"title:p{i}" for i in range(3)]
+    foreign = [f"foreign:q{i}" for i in range(4)]
     eval_set = EvalSet(
         corpus_ids=["c0"],
         corpus_texts=["a passage"],
@@ -64,15 +65,21 @@ def evaluation(
         unseen_docs=[frozenset()] * (n_named + n_described),
         queries_without_relevant=[],
         query_sets=["named"] * n_named + ["described"] * n_described,
-        transfer=EvalSet(  # the named queries again and three titles, over plain windows
-            corpus_ids=["p#w0000"],
-            corpus_texts=["a window"],
-            query_ids=named + titles,
-            query_texts=[f"concept {i}" for i in range(n_named)] + ["A title"] * len(titles),
-            qrels=[{0: 1}] * (n_named + len(titles)),
-            unseen_docs=[frozenset()] * (n_named + len(titles)),
+        # the named queries again, three titles and four foreign queries, over plain
+        # windows and a foreign passage
+        transfer=EvalSet(
+            corpus_ids=["p#w0000", "foreign:c0"],
+            corpus_texts=["a window", "a foreign passage"],
+            query_ids=named + titles + foreign,
+            query_texts=[f"concept {i}" for i in range(n_named)]
+            + ["A title"] * len(titles)
+            + ["a foreign concept"] * len(foreign),
+            qrels=[{0: 1}] * (n_named + len(titles)) + [{1: 1}] * len(foreign),
+            unseen_docs=[frozenset()] * (n_named + len(titles) + len(foreign)),
             queries_without_relevant=[],
-            query_sets=["transfer_named"] * n_named + ["transfer_papers"] * len(titles),
+            query_sets=["transfer_named"] * n_named
+            + ["transfer_papers"] * len(titles)
+            + ["transfer_corpus"] * len(foreign),
         ),
     )
     queries_of = {
@@ -81,6 +88,7 @@ def evaluation(
         "described": described,
         "transfer_papers": titles,
         "transfer_named": named,
+        "transfer_corpus": foreign,
     }
     frames = [
         pd.DataFrame(
@@ -154,6 +162,7 @@ def test_the_figures_data_has_every_set(project: Path) -> None:
         "described": 7,
         "transfer_papers": 3,
         "transfer_named": 8,
+        "transfer_corpus": 4,
     }
     # masked asks the named queries again, against their masked passages
     masked, named = wins[wins["set"] == "masked"], wins[wins["set"] == "named"]

@@ -1,0 +1,209 @@
+"""The foreign corpus (transfer set ``transfer_corpus``): read and checked, searched among the
+night's windows, not asked of a night on its own papers, built from a project's eval set."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from repo import REPO
+
+from pipelines.common import io
+from pipelines.evaluate.eval_set import EvalSet, build_eval_set
+from pipelines.evaluate.foreign import (
+    FOREIGN_TABLES,
+    ForeignCorpus,
+    folder_files,
+    foreign_corpus_from_tables,
+    kept_passages,
+    read_foreign_corpus,
+)
+from pipelines.evaluate.transfer import TRANSFER_CORPUS, TRANSFER_NAMED, TRANSFER_PAPERS
+from tooling.build_foreign_corpus import foreign_tables
+
+SHIPPED = REPO / "corpora" / "blueprints-eval"
+
+
+def foreign_frames() -> dict[str, pd.DataFrame]:
+    return {
+        "passages": pd.DataFrame(
+            {
+                "passage_id": ["b#c0", "b#c1", "b#c2"],
+                "paper_id": ["b", "b", "b"],
+                "text": ["Lemma. [MASK] bounds entropy.", "A tile is a cube.", "Cites it."],
+            }
+        ),
+        "queries": pd.DataFrame(
+            {
+                "query_id": ["q-entropy", "q-tile"],
+                "text": ["Ruzsa distance", "tiles are disjoint"],
+                "set": ["masked", "described"],
+                "exclude": [[], ["b#c2"]],
+            }
+        ),
+        "qrels": pd.DataFrame(
+            {"query_id": ["q-entropy", "q-tile"], "passage_id": ["b#c0", "b#c1"], "grade": [2, 1]}
+        ),
+        "papers": pd.DataFrame({"paper_id": ["b"], "content_hash": ["hash-b"]}),
+    }
+
+
+def write_folder(folder: Path, frames: dict[str, pd.DataFrame]) -> Path:
+    folder.mkdir(parents=True)
+    for name, frame in frames.items():
+        io.write_parquet(folder / f"{name}.parquet", frame)
+    return folder
+
+
+def night_tables() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    chunks = pd.DataFrame(
+        {
+            "chunk_id": ["p1#c0000", "p2#c0000"],
+            "paper_id": ["p1", "p2"],
+            "chunk_index": [0, 0],
+            "text": ["A ring is a set with two operations.", "A field is a ring."],
+        }
+    )
+    queries = pd.DataFrame({"query_id": ["q1"], "text": ["ring"], "set": ["named"]})
+    qrels = pd.DataFrame(
+        {"query_id": ["q1"], "chunk_id": ["p1#c0000"], "grade": [2], "unseen": [False]}
+    )
+    papers = pd.DataFrame(
+        {
+            "paper_id": ["p1", "p2"],
+            "title": ["Rings", "Fields"],
+            "abstract": ["Rings are studied.", "Fields are studied."],
+            "content_hash": ["hash-1", "hash-2"],
+        }
+    )
+    return chunks, queries, qrels, papers
+
+
+def test_the_foreign_queries_search_its_passages_after_the_windows(tmp_path: Path) -> None:
+    foreign = read_foreign_corpus(write_folder(tmp_path / "foreign", foreign_frames()))
+    eval_set = build_eval_set(*night_tables()[:3], papers=night_tables()[3], foreign=foreign)
+    transfer = eval_set.holding(TRANSFER_CORPUS)
+    assert transfer is eval_set.transfer
+    assert transfer.corpus_ids == [
+        "p1#w0000",
+        "p2#w0000",
+        "foreign:b#c0",
+        "foreign:b#c1",
+        "foreign:b#c2",
+    ]
+    rows = transfer.rows_of(TRANSFER_CORPUS)
+    assert [transfer.query_texts[row] for row in rows] == ["Ruzsa distance", "tiles are disjoint"]
+    subset = transfer.subset(TRANSFER_CORPUS)
+    assert subset.qrels == [{2: 2}, {3: 1}]  # judged at the foreign rows, after the 2 windows
+    assert subset.excluded == [frozenset(), frozenset({4})]  # the citing sentence's own
+    # The night's own transfer sets search the same corpus, the foreign passages included.
+    assert transfer.subset(TRANSFER_NAMED).qrels == [{0: 2}]
+    assert len(transfer.subset(TRANSFER_PAPERS).rows) == 4
+    record = eval_set.transfer_record
+    assert record["queries"][TRANSFER_CORPUS] == 2
+    assert record["foreign_corpus"] == {"folder": str(tmp_path / "foreign"), "passages": 3}
+
+
+def test_a_night_on_the_foreign_papers_does_not_ask_them(tmp_path: Path) -> None:
+    frames = foreign_frames()
+    frames["papers"] = pd.DataFrame({"paper_id": ["p2"], "content_hash": ["hash-2"]})
+    foreign = read_foreign_corpus(write_folder(tmp_path / "foreign", frames))
+    chunks, queries, qrels, papers = night_tables()
+    eval_set = build_eval_set(chunks, queries, qrels, papers=papers, foreign=foreign)
+    assert eval_set.transfer is not None
+    assert eval_set.transfer.corpus_ids == ["p1#w0000", "p2#w0000"]
+    assert eval_set.transfer_record["queries"][TRANSFER_CORPUS] == 0
+    assert eval_set.transfer_record["skipped"] == {
+        "transfer_corpus: the foreign corpus's papers are this corpus's": 2
+    }
+
+
+@pytest.mark.parametrize(
+    ("spoil", "message"),
+    [
+        (lambda f: f["passages"].drop(columns="text"), "missing column(s) ['text']"),
+        (
+            lambda f: pd.concat([f["passages"], f["passages"].iloc[:1]], ignore_index=True),
+            "duplicate ids",
+        ),
+        (lambda f: f["queries"].assign(set="named"), "unknown set(s) ['named']"),
+        (lambda f: f["qrels"].assign(passage_id="nowhere"), "judges ('q-entropy', 'nowhere')"),
+        (lambda f: f["qrels"].assign(grade=0), "no query has a relevant passage"),
+    ],
+)
+def test_an_inconsistent_table_names_itself_and_the_fix(
+    tmp_path: Path, spoil: object, message: str
+) -> None:
+    frames = foreign_frames()
+    table = {
+        "missing column(s) ['text']": "passages",
+        "duplicate ids": "passages",
+        "unknown set(s) ['named']": "queries",
+    }.get(message, "qrels")
+    frames[table] = spoil(frames)  # type: ignore[operator]
+    with pytest.raises(ValueError) as raised:
+        foreign_corpus_from_tables(tmp_path, frames)
+    assert message in str(raised.value)
+    assert f"{table}.parquet" in str(raised.value)
+    assert "evaluate.foreign_corpus: ''" in str(raised.value)
+
+
+def test_a_missing_or_unreadable_folder_is_an_error_with_the_fix(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"is not a folder; build it with .*foreign_corpus: ''"):
+        read_foreign_corpus(tmp_path / "nowhere")
+    folder = write_folder(tmp_path / "foreign", foreign_frames())
+    (folder / "qrels.parquet").write_bytes(b"PAR1 not really")
+    with pytest.raises(ValueError, match=r"qrels.parquet: unreadable"):
+        read_foreign_corpus(folder)
+    (folder / "qrels.parquet").unlink()
+    with pytest.raises(ValueError, match=r"qrels.parquet: unreadable"):
+        read_foreign_corpus(folder)
+
+
+def test_the_builder_keeps_every_judged_passage_masks_names_and_round_trips(
+    tmp_path: Path,
+) -> None:
+    eval_set = EvalSet(
+        corpus_ids=[f"c{i}" for i in range(6)],
+        corpus_texts=[f"passage {i}" for i in range(6)],
+        query_ids=["n1", "d1"],
+        query_texts=["Tile", "tiles never overlap"],
+        qrels=[{4: 2}, {5: 1}],
+        unseen_docs=[frozenset(), frozenset()],
+        queries_without_relevant=[],
+        query_sets=["named", "described"],
+        excluded=[frozenset(), frozenset({0, 3})],
+        masked_texts={4: "passage [MASK]"},
+    )
+    paper_of = {f"c{i}": "paper" for i in range(6)}
+    hashes = pd.DataFrame({"paper_id": ["paper"], "content_hash": ["h"], "title": ["T"]})
+    tables = foreign_tables(eval_set, paper_of, hashes, max_passages=3)
+    passages = tables["passages"]
+    assert len(passages) == 3 and {"c4", "c5"} <= set(passages["passage_id"])
+    assert passages.set_index("passage_id").loc["c4", "text"] == "passage [MASK]"
+    assert tables["queries"]["set"].tolist() == ["masked", "described"]
+    kept_excluded = [c for c in ("c0", "c3") if c in set(passages["passage_id"])]
+    assert tables["queries"]["exclude"].tolist() == [[], kept_excluded]
+    assert list(tables["papers"].columns) == list(FOREIGN_TABLES["papers"])
+    foreign = read_foreign_corpus(write_folder(tmp_path / "built", tables))
+    assert foreign.query_texts == ["Tile", "tiles never overlap"]
+    assert foreign.content_hashes == frozenset({"h"})
+
+
+def test_kept_passages_is_stable_and_keeps_the_needed() -> None:
+    ids = [f"p{i}" for i in range(50)]
+    kept = kept_passages(ids, {3, 40}, 10)
+    assert len(kept) == 10 and {3, 40} <= set(kept) and kept == sorted(kept)
+    assert kept_passages(ids, {3, 40}, 10) == kept
+    assert kept_passages(ids, {3, 40}, 1) == [3, 40]  # the judged ones, whatever the cap
+
+
+def test_the_shipped_foreign_corpus_reads_and_has_its_licence() -> None:
+    foreign: ForeignCorpus = read_foreign_corpus(SHIPPED)
+    assert all(path.is_file() for path in folder_files(SHIPPED))
+    assert "Apache License" in (SHIPPED / "LICENSE").read_text()
+    assert len(foreign.query_ids) >= 100 and len(foreign.passage_ids) >= 1000
+    assert all(any(grade >= 1 for grade in judged.values()) for judged in foreign.qrels)
+    # The demo's Stacks chapters are not among its papers: the demo asks the set.
+    assert not any(key.startswith("stacks/") for key in foreign.passage_ids)
