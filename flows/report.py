@@ -292,10 +292,17 @@ def transfer_scope(record: Mapping[str, Any]) -> str:
     ask, in one line."""
     skipped = record.get("skipped") or {}
     unasked = "; not asked: " + ", ".join(f"{n} {why}" for why, n in skipped.items())
+    foreign = record.get("foreign_corpus") or {}
+    among = (
+        f"; transfer_corpus {foreign.get('passages', 0)} passages of the foreign corpus "
+        f"{foreign.get('folder')} among the passages"
+        if foreign
+        else ""
+    )
     return (
-        f"transfer_* searched {record.get('windows', 0)} plain windows of "
+        f"transfer_papers and transfer_named searched {record.get('windows', 0)} plain windows of "
         f"{record.get('papers', 0)} papers ({record.get('window_chars', 0)} characters, "
-        f"no statement headers){unasked if skipped else ''}"
+        f"no statement headers){among}{unasked if skipped else ''}"
     )
 
 

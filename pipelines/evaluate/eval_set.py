@@ -28,9 +28,8 @@ error.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +44,7 @@ from pipelines.evaluate.foreign import FOREIGN_PREFIX, ForeignCorpus, read_forei
 from pipelines.evaluate.transfer import (
     TRANSFER_CORPUS,
     WINDOW_CHARS,
-    TransferQueries,
+    WINDOW_SETS,
     plain_windows,
     transfer_queries,
 )
@@ -96,6 +95,9 @@ class EvalSet:
     #: The transfer sets over the papers' plain windows, and what they could not ask.
     transfer: EvalSet | None = None
     transfer_record: dict[str, Any] = field(default_factory=dict)
+    #: The ``transfer_corpus`` set: the foreign corpus's queries over these passages (the
+    #: same rows first) and the foreign passages after them.
+    foreign: EvalSet | None = None
 
     def __post_init__(self) -> None:
         if not self.query_sets:
@@ -104,10 +106,12 @@ class EvalSet:
             object.__setattr__(self, "excluded", [frozenset()] * len(self.query_ids))
 
     def holding(self, query_set: str) -> EvalSet:
-        """The eval set whose corpus ``query_set`` searches: :attr:`transfer` for a
-        transfer set (this one, with no such queries, when it has none), else this one."""
-        if query_set in TRANSFER_SETS and self.transfer is not None:
-            return self.transfer
+        """The eval set whose corpus ``query_set`` searches: :attr:`foreign` for
+        ``transfer_corpus``, :attr:`transfer` for the other transfer sets (this one, with no
+        such queries, when it has none), else this one."""
+        held = self.foreign if query_set == TRANSFER_CORPUS else self.transfer
+        if query_set in TRANSFER_SETS and held is not None:
+            return held
         return self
 
     def rows_of(self, query_set: str) -> list[int]:
@@ -320,7 +324,11 @@ def build_eval_set(
             for row in scorable
             if sets[row] == NAMED
         ]
-        transfer, transfer_record = _transfer_set(chunks, papers, named, foreign)
+        transfer, transfer_record = _transfer_set(chunks, papers, named)
+    foreign_set: EvalSet | None = None
+    if foreign is not None:
+        foreign_set, foreign_record = _foreign_set(corpus_ids, corpus_texts, papers, foreign)
+        transfer_record = _with_foreign_record(transfer_record, foreign_record)
     return EvalSet(
         corpus_ids=corpus_ids,
         corpus_texts=corpus_texts,
@@ -338,44 +346,27 @@ def build_eval_set(
         ),
         transfer=transfer,
         transfer_record=transfer_record,
+        foreign=foreign_set,
     )
 
 
 def _transfer_set(
-    chunks: pd.DataFrame,
-    papers: pd.DataFrame,
-    named: list[tuple[str, str, dict[str, int]]],
-    foreign: ForeignCorpus | None,
+    chunks: pd.DataFrame, papers: pd.DataFrame, named: list[tuple[str, str, dict[str, int]]]
 ) -> tuple[EvalSet, dict[str, Any]]:
-    """The transfer sets as an eval set over the papers' plain windows (and the foreign
-    corpus's passages after them), and its record: the windows' size and count, the
-    queries per set, what could not be asked."""
+    """The transfer sets as an eval set over the papers' plain windows, and its record:
+    the windows' size and count, the queries per set, what could not be asked."""
     windows = plain_windows(chunks)
     asked = transfer_queries(papers, windows, named)
-    corpus_ids, corpus_texts = list(windows.ids), list(windows.texts)
-    record: dict[str, Any] = {
+    record = {
         "window_chars": WINDOW_CHARS,
         "windows": len(windows.ids),
         "papers": len(set(windows.papers)),
+        "queries": {name: asked.sets.count(name) for name in WINDOW_SETS},
+        "skipped": asked.skipped,
     }
-    if foreign is not None:
-        shared = _shared_papers(papers, foreign)
-        record["foreign_corpus"] = {
-            "folder": str(foreign.folder),
-            "passages": len(foreign.passage_ids),
-        }
-        if shared:
-            reason = f"{TRANSFER_CORPUS}: the foreign corpus's papers are this corpus's"
-            asked = replace(asked, skipped={**asked.skipped, reason: len(foreign.query_ids)})
-        else:
-            asked = _with_foreign(asked, foreign, offset=len(corpus_ids))
-            corpus_ids += [FOREIGN_PREFIX + passage for passage in foreign.passage_ids]
-            corpus_texts += foreign.texts
-    record["queries"] = {name: asked.sets.count(name) for name in TRANSFER_SETS}
-    record["skipped"] = dict(sorted(asked.skipped.items()))
     transfer = EvalSet(
-        corpus_ids=corpus_ids,
-        corpus_texts=corpus_texts,
+        corpus_ids=windows.ids,
+        corpus_texts=windows.texts,
         query_ids=asked.ids,
         query_texts=asked.texts,
         qrels=asked.qrels,
@@ -387,31 +378,57 @@ def _transfer_set(
     return transfer, record
 
 
-def _shared_papers(papers: pd.DataFrame, foreign: ForeignCorpus) -> int:
-    """How many of this corpus's papers the foreign corpus holds (by content hash)."""
-    if "content_hash" not in papers:
-        return 0
-    return int(papers["content_hash"].astype(str).isin(foreign.content_hashes).sum())
+def _foreign_set(
+    corpus_ids: list[str],
+    corpus_texts: list[str],
+    papers: pd.DataFrame | None,
+    foreign: ForeignCorpus,
+) -> tuple[EvalSet | None, dict[str, Any]]:
+    """The ``transfer_corpus`` set: the foreign queries over this corpus's passages (as
+    searched: rows ``0..n-1``, the same rows as the eval set's) followed by the foreign
+    passages; none when this corpus holds the foreign corpus's papers. And its record."""
+    record: dict[str, Any] = {"folder": str(foreign.folder), "passages": len(foreign.passage_ids)}
+    shared = 0
+    if papers is not None and "content_hash" in papers:
+        shared = int(papers["content_hash"].astype(str).isin(foreign.content_hashes).sum())
+    if shared:
+        record["skipped"] = {
+            f"{TRANSFER_CORPUS}: the foreign corpus's papers are this corpus's": len(
+                foreign.query_ids
+            )
+        }
+        return None, record
+    offset = len(corpus_ids)
+    asked = [row for row, judged in enumerate(foreign.qrels) if max(judged.values(), default=0)]
+    if len(asked) < len(foreign.query_ids):
+        unjudged = len(foreign.query_ids) - len(asked)
+        record["skipped"] = {f"{TRANSFER_CORPUS}: no relevant passage": unjudged}
+    record["queries"] = len(asked)
+    foreign_ids = [FOREIGN_PREFIX + passage for passage in foreign.passage_ids]
+    held = EvalSet(
+        corpus_ids=[*corpus_ids, *foreign_ids],
+        corpus_texts=[*corpus_texts, *foreign.texts],
+        query_ids=[FOREIGN_PREFIX + foreign.query_ids[row] for row in asked],
+        query_texts=[foreign.query_texts[row] for row in asked],
+        qrels=[{offset + doc: g for doc, g in foreign.qrels[row].items()} for row in asked],
+        unseen_docs=[frozenset()] * len(asked),
+        queries_without_relevant=[],
+        query_sets=[TRANSFER_CORPUS] * len(asked),
+        excluded=[frozenset(offset + doc for doc in foreign.excluded[row]) for row in asked],
+    )
+    return held, record
 
 
-def _with_foreign(asked: TransferQueries, foreign: ForeignCorpus, offset: int) -> TransferQueries:
-    """``asked`` with the foreign corpus's queries added as ``transfer_corpus``, their
-    judgments moved to the foreign passages' rows (after the ``offset`` windows)."""
-    ids, texts, sets = list(asked.ids), list(asked.texts), list(asked.sets)
-    qrels, excluded = list(asked.qrels), list(asked.excluded)
-    skipped = Counter(asked.skipped)
-    for query_id, text, judged, left_out in zip(
-        foreign.query_ids, foreign.query_texts, foreign.qrels, foreign.excluded, strict=True
-    ):
-        if not any(grade >= 1 for grade in judged.values()):
-            skipped[f"{TRANSFER_CORPUS}: no relevant passage"] += 1
-            continue
-        ids.append(FOREIGN_PREFIX + query_id)
-        texts.append(text)
-        sets.append(TRANSFER_CORPUS)
-        qrels.append({offset + row: grade for row, grade in judged.items()})
-        excluded.append(frozenset(offset + row for row in left_out))
-    return TransferQueries(ids, texts, sets, qrels, excluded, dict(skipped))
+def _with_foreign_record(transfer: dict[str, Any], foreign: dict[str, Any]) -> dict[str, Any]:
+    """The transfer record (eval.json's ``transfer``) with the foreign set's: its folder and
+    passages, its queries among the others, what it could not ask among the rest."""
+    skipped = {**transfer.get("skipped", {}), **foreign.get("skipped", {})}
+    return {
+        **transfer,
+        "foreign_corpus": {"folder": foreign["folder"], "passages": foreign["passages"]},
+        "queries": {**transfer.get("queries", {}), TRANSFER_CORPUS: foreign.get("queries", 0)},
+        "skipped": dict(sorted(skipped.items())),
+    }
 
 
 def load_eval_set(paths: Paths, foreign_corpus: str = "") -> EvalSet:

@@ -1,10 +1,10 @@
 """The foreign corpus (transfer set ``transfer_corpus``): another project's held-out queries,
-searched among that project's passages and this night's plain windows together.
+searched among that project's passages and this night's passages together.
 
 A night trains on one corpus. A model that learned to prefer its corpus's style, or forgot
 what its base knew of other mathematics, shows it here: every answer sits in text it never
 trained on, among text it did. The folder (``evaluate.foreign_corpus``; the project ships
-``corpora/blueprints-eval/``, built by ``tooling/build_foreign_corpus.py`` from a project
+``corpora/blueprints-eval/``, built by ``pipelines/evaluate/build_foreign.py`` from a project
 after a night on the Lean blueprints) holds four tables:
 
 ``passages.parquet``
@@ -32,7 +32,6 @@ from pathlib import Path
 import pandas as pd
 
 from pipelines.common import io
-from pipelines.pairs.stable import stable_bucket
 
 #: The tables of a foreign corpus folder, and the columns each must have.
 FOREIGN_TABLES: dict[str, tuple[str, ...]] = {
@@ -43,10 +42,10 @@ FOREIGN_TABLES: dict[str, tuple[str, ...]] = {
 }
 #: The sets a foreign corpus's queries come from (its ``set`` column).
 FOREIGN_QUERY_SETS = ("masked", "described")
-#: Prefix of a foreign passage's id among the windows (no window id starts with it).
+#: Prefix of a foreign passage's or query's id beside this corpus's (none starts with it).
 FOREIGN_PREFIX = "foreign:"
 FIX_HINT = (
-    "build it with `python -m tooling.build_foreign_corpus`, or set "
+    "build it with `python -m pipelines.evaluate.build_foreign`, or set "
     "evaluate.foreign_corpus: '' in params.yaml to evaluate without the transfer_corpus set"
 )
 
@@ -141,7 +140,7 @@ def kept_passages(
     others in a stable hash order up to ``max_passages`` in all; in row order."""
     others = sorted(
         (row for row in range(len(passage_ids)) if row not in needed),
-        key=lambda row: stable_bucket(f"{salt}:{passage_ids[row]}"),
+        key=lambda row: io.sha256_hex(f"{salt}:{passage_ids[row]}".encode()),
     )
     room = max(0, max_passages - len(needed))
     return sorted([*needed, *others[:room]])

@@ -22,13 +22,14 @@ import metrics_rs
 from pipelines.common.tables import TRANSFER_SETS
 from pipelines.evaluate.eval_set import DESCRIBED, MASKED, NAMED, SUBSETS, EvalSet, Subset
 from pipelines.evaluate.sources import ModelSource
+from pipelines.evaluate.transfer import TRANSFER_CORPUS, WINDOW_SETS
 from pipelines.retrieval.embeddings import Embeddings, LazyModel, matryoshka
 from pipelines.retrieval.lexical import LexicalIndex, retokenized, tokenize
 from pipelines.retrieval.vector_store import EmbeddingStore, embed_stored
 
 #: What :func:`score_eval_set` scores against the corpus as it is; ``masked`` is scored
 #: against the corpus with its names masked out, the transfer sets against the papers'
-#: plain windows.
+#: plain windows, and ``transfer_corpus`` against the corpus with the foreign passages.
 PLAIN_SUBSETS = (NAMED, DESCRIBED, *SUBSETS)
 
 
@@ -128,6 +129,9 @@ class EvalEmbeddings:
     masked_corpus: Embeddings  # the corpus with the masked set's passages masked
     #: The transfer sets' queries and windows (:attr:`EvalSet.transfer`), if it has them.
     transfer: tuple[Embeddings, Embeddings] | None = None
+    #: The foreign corpus's queries, and the corpus followed by its passages
+    #: (:attr:`EvalSet.foreign`), if it has one.
+    foreign: tuple[Embeddings, Embeddings] | None = None
 
 
 def embed_eval_set(
@@ -177,7 +181,15 @@ def embed_eval_set(
             [queries[row_of[t]] if t in row_of else new_vectors[new_row[t]] for t in asked]
         )
         transfer = (transfer_queries, embed(eval_set.transfer.corpus_texts, "plain windows"))
-    return EvalEmbeddings(queries, corpus, masked_corpus, transfer)
+    foreign = None
+    if eval_set.foreign is not None and eval_set.foreign.query_ids:
+        # The foreign set's corpus starts with this one's passages: only its own are new.
+        passages = eval_set.foreign.corpus_texts[len(eval_set.corpus_texts) :]
+        foreign = (
+            embed(eval_set.foreign.query_texts, "foreign queries"),
+            np.concatenate([corpus, embed(passages, "foreign passages")]),
+        )
+    return EvalEmbeddings(queries, corpus, masked_corpus, transfer, foreign)
 
 
 def score_eval_set(
@@ -202,12 +214,15 @@ def score_eval_set(
         dims=dims,
         timer=timer,
     )
-    transfer = eval_set.transfer
-    if embeddings.transfer is None or transfer is None:
-        return scores | {name: SubsetScores(0, [], {}, {}) for name in TRANSFER_SETS}
-    queries, windows = embeddings.transfer
-    subsets = [transfer.subset(name) for name in TRANSFER_SETS]
-    return scores | score_model(queries, windows, subsets, ks=ks, dims=dims, timer=timer)
+    scores |= {name: SubsetScores(0, [], {}, {}) for name in TRANSFER_SETS}
+    for held, embedded, names in (
+        (eval_set.transfer, embeddings.transfer, WINDOW_SETS),
+        (eval_set.foreign, embeddings.foreign, (TRANSFER_CORPUS,)),
+    ):
+        if held is not None and embedded is not None:
+            subsets = [held.subset(name) for name in names]
+            scores |= score_model(*embedded, subsets, ks=ks, dims=dims, timer=timer)
+    return scores
 
 
 #: The dimension key BM25's scores are filed under (it has no embedding dimension).
@@ -247,11 +262,12 @@ def score_lexical(
         name: _score_bm25(eval_set, name, indexes.masked if name == MASKED else indexes.corpus, ks)
         for name in (NAMED, MASKED, DESCRIBED)
     }
-    transfer = eval_set.transfer
-    if transfer is None:
-        return scores | {name: SubsetScores(0, [], {}, {}) for name in TRANSFER_SETS}
-    windows = LexicalIndex.from_tokens(tokenize(transfer.corpus_texts))
-    return scores | {name: _score_bm25(transfer, name, windows, ks) for name in TRANSFER_SETS}
+    scores |= {name: SubsetScores(0, [], {}, {}) for name in TRANSFER_SETS}
+    for held, names in ((eval_set.transfer, WINDOW_SETS), (eval_set.foreign, (TRANSFER_CORPUS,))):
+        if held is not None:
+            index = LexicalIndex.from_tokens(tokenize(held.corpus_texts))
+            scores |= {name: _score_bm25(held, name, index, ks) for name in names}
+    return scores
 
 
 def _score_bm25(

@@ -2,8 +2,8 @@
 passages, so a night that only learns its own sets' shape shows it.
 
 The corpus is each paper's cleaned text cut into plain fixed windows
-(:data:`WINDOW_CHARS`, cut at a space): no statement headers, no block boundaries. Three
-sets (:data:`pipelines.common.tables.TRANSFER_SETS`) are searched in it:
+(:data:`WINDOW_CHARS`, cut at a space): no statement headers, no block boundaries. Two of
+the transfer sets (:data:`pipelines.common.tables.TRANSFER_SETS`) are searched in it:
 
 ``transfer_papers``
     A paper's title and the first :data:`ABSTRACT_SENTENCES` sentences of its abstract ->
@@ -13,10 +13,9 @@ sets (:data:`pipelines.common.tables.TRANSFER_SETS`) are searched in it:
 ``transfer_named``
     The named set's queries -> the windows holding their relevant passages (the passage's
     grade), over the same windows: the same meaning as ``named``, another format.
-``transfer_corpus``
-    Another corpus's held-out queries -> its passages, which are added to the windows
-    (:mod:`pipelines.evaluate.foreign`): answers in text the model never trained on,
-    among text it did. Every set searches the windows and those passages together.
+
+The third, ``transfer_corpus``, is another corpus's held-out queries over its passages and
+this corpus's (:mod:`pipelines.evaluate.foreign`).
 
 A query that cannot be asked is counted, not guessed: a paper without a title or an
 abstract, a title or sentence that is all maths (no word outside ``$…$``), or
@@ -38,6 +37,9 @@ from pipelines.common.tables import TRANSFER_SETS
 from pipelines.mathtext.sentences import split_sentences
 
 TRANSFER_PAPERS, TRANSFER_NAMED, TRANSFER_CORPUS = TRANSFER_SETS
+#: The transfer sets that search the plain windows (``transfer_corpus`` searches the
+#: passages and the foreign corpus's: :mod:`pipelines.evaluate.foreign`).
+WINDOW_SETS = (TRANSFER_PAPERS, TRANSFER_NAMED)
 #: Characters per window: the independent check's 1,500 (issue 27), near prepare's
 #: passage length, so only the format differs.
 WINDOW_CHARS = 1500

@@ -75,6 +75,7 @@ ALLOWED: Mapping[str, Mapping[str, str]] = {
         "pipelines.evaluate.eval_set": "the validated evaluation set, loaded as evaluate does",
         "pipelines.evaluate.scoring": "embedding, kNN scoring and the paired test",
         "pipelines.evaluate.sources": "the models to score (candidate, base, champion)",
+        "pipelines.evaluate.foreign": "the foreign corpus's files, in the eval data hash",
     },
 }
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from typer.testing import CliRunner
 
-from flows.report import render_report
+from flows.report import render_report, transfer_scope
 from mathembed import cli
 from pipelines.common import io
 from pipelines.common.paths import Paths
@@ -265,3 +265,21 @@ def test_the_command_prints_the_report_and_summary_is_a_hidden_alias(tmp_path: P
     assert alias.exit_code == 0 and alias.stdout == result.stdout
     listed = runner.invoke(cli.app, ["--help"], prog_name="mathembed").output
     assert " report " in listed and " summary " not in listed
+
+
+def test_the_transfer_scope_names_the_windows_the_foreign_corpus_and_what_was_not_asked() -> None:
+    record = {
+        "window_chars": 1500,
+        "windows": 2313,
+        "papers": 16,
+        "foreign_corpus": {"folder": "corpora/blueprints-eval", "passages": 1200},
+        "skipped": {"no abstract": 2},
+    }
+    assert transfer_scope(record) == (
+        "transfer_papers and transfer_named searched 2313 plain windows of 16 papers "
+        "(1500 characters, no statement headers); transfer_corpus 1200 passages of the "
+        "foreign corpus corpora/blueprints-eval among the passages; "
+        "not asked: 2 no abstract"
+    )
+    without = {key: value for key, value in record.items() if key != "foreign_corpus"}
+    assert "foreign" not in transfer_scope(without)

@@ -65,21 +65,25 @@ def evaluation(
         unseen_docs=[frozenset()] * (n_named + n_described),
         queries_without_relevant=[],
         query_sets=["named"] * n_named + ["described"] * n_described,
-        # the named queries again, three titles and four foreign queries, over plain
-        # windows and a foreign passage
-        transfer=EvalSet(
-            corpus_ids=["p#w0000", "foreign:c0"],
-            corpus_texts=["a window", "a foreign passage"],
-            query_ids=named + titles + foreign,
-            query_texts=[f"concept {i}" for i in range(n_named)]
-            + ["A title"] * len(titles)
-            + ["a foreign concept"] * len(foreign),
-            qrels=[{0: 1}] * (n_named + len(titles)) + [{1: 1}] * len(foreign),
-            unseen_docs=[frozenset()] * (n_named + len(titles) + len(foreign)),
+        transfer=EvalSet(  # the named queries again and three titles, over plain windows
+            corpus_ids=["p#w0000"],
+            corpus_texts=["a window"],
+            query_ids=named + titles,
+            query_texts=[f"concept {i}" for i in range(n_named)] + ["A title"] * len(titles),
+            qrels=[{0: 1}] * (n_named + len(titles)),
+            unseen_docs=[frozenset()] * (n_named + len(titles)),
             queries_without_relevant=[],
-            query_sets=["transfer_named"] * n_named
-            + ["transfer_papers"] * len(titles)
-            + ["transfer_corpus"] * len(foreign),
+            query_sets=["transfer_named"] * n_named + ["transfer_papers"] * len(titles),
+        ),
+        foreign=EvalSet(  # four foreign queries, over the passage and a foreign one
+            corpus_ids=["c0", "foreign:c0"],
+            corpus_texts=["a passage", "a foreign passage"],
+            query_ids=foreign,
+            query_texts=["a foreign concept"] * len(foreign),
+            qrels=[{1: 1}] * len(foreign),
+            unseen_docs=[frozenset()] * len(foreign),
+            queries_without_relevant=[],
+            query_sets=["transfer_corpus"] * len(foreign),
         ),
     )
     queries_of = {

@@ -10,6 +10,7 @@ import pytest
 from repo import REPO
 
 from pipelines.common import io
+from pipelines.evaluate.build_foreign import foreign_tables
 from pipelines.evaluate.eval_set import EvalSet, build_eval_set
 from pipelines.evaluate.foreign import (
     FOREIGN_TABLES,
@@ -20,7 +21,6 @@ from pipelines.evaluate.foreign import (
     read_foreign_corpus,
 )
 from pipelines.evaluate.transfer import TRANSFER_CORPUS, TRANSFER_NAMED, TRANSFER_PAPERS
-from tooling.build_foreign_corpus import foreign_tables
 
 SHIPPED = REPO / "corpora" / "blueprints-eval"
 
@@ -80,28 +80,27 @@ def night_tables() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFra
     return chunks, queries, qrels, papers
 
 
-def test_the_foreign_queries_search_its_passages_after_the_windows(tmp_path: Path) -> None:
+def test_the_foreign_queries_search_its_passages_after_the_night_s(tmp_path: Path) -> None:
     foreign = read_foreign_corpus(write_folder(tmp_path / "foreign", foreign_frames()))
-    eval_set = build_eval_set(*night_tables()[:3], papers=night_tables()[3], foreign=foreign)
-    transfer = eval_set.holding(TRANSFER_CORPUS)
-    assert transfer is eval_set.transfer
-    assert transfer.corpus_ids == [
-        "p1#w0000",
-        "p2#w0000",
-        "foreign:b#c0",
-        "foreign:b#c1",
-        "foreign:b#c2",
-    ]
-    rows = transfer.rows_of(TRANSFER_CORPUS)
-    assert [transfer.query_texts[row] for row in rows] == ["Ruzsa distance", "tiles are disjoint"]
-    subset = transfer.subset(TRANSFER_CORPUS)
-    assert subset.qrels == [{2: 2}, {3: 1}]  # judged at the foreign rows, after the 2 windows
+    chunks, queries, qrels, papers = night_tables()
+    eval_set = build_eval_set(chunks, queries, qrels, papers=papers, foreign=foreign)
+    held = eval_set.holding(TRANSFER_CORPUS)
+    assert held is eval_set.foreign
+    # The night's passages as searched (the same rows as the eval set's), then the foreign.
+    assert held.corpus_ids == [*eval_set.corpus_ids, "foreign:b#c0", "foreign:b#c1", "foreign:b#c2"]
+    assert held.corpus_texts[:2] == eval_set.corpus_texts
+    assert held.query_texts == ["Ruzsa distance", "tiles are disjoint"]
+    subset = held.subset(TRANSFER_CORPUS)
+    assert subset.qrels == [{2: 2}, {3: 1}]  # judged at the foreign rows, after the 2 passages
     assert subset.excluded == [frozenset(), frozenset({4})]  # the citing sentence's own
-    # The night's own transfer sets search the same corpus, the foreign passages included.
-    assert transfer.subset(TRANSFER_NAMED).qrels == [{0: 2}]
-    assert len(transfer.subset(TRANSFER_PAPERS).rows) == 4
+    # The other transfer sets still search the plain windows alone.
+    assert eval_set.holding(TRANSFER_NAMED) is eval_set.transfer
+    assert eval_set.transfer is not None
+    assert eval_set.transfer.corpus_ids == ["p1#w0000", "p2#w0000"]
+    assert eval_set.transfer.subset(TRANSFER_NAMED).qrels == [{0: 2}]
+    assert len(eval_set.transfer.subset(TRANSFER_PAPERS).rows) == 4
     record = eval_set.transfer_record
-    assert record["queries"][TRANSFER_CORPUS] == 2
+    assert record["queries"] == {TRANSFER_PAPERS: 4, TRANSFER_NAMED: 1, TRANSFER_CORPUS: 2}
     assert record["foreign_corpus"] == {"folder": str(tmp_path / "foreign"), "passages": 3}
 
 
@@ -111,8 +110,8 @@ def test_a_night_on_the_foreign_papers_does_not_ask_them(tmp_path: Path) -> None
     foreign = read_foreign_corpus(write_folder(tmp_path / "foreign", frames))
     chunks, queries, qrels, papers = night_tables()
     eval_set = build_eval_set(chunks, queries, qrels, papers=papers, foreign=foreign)
-    assert eval_set.transfer is not None
-    assert eval_set.transfer.corpus_ids == ["p1#w0000", "p2#w0000"]
+    assert eval_set.foreign is None
+    assert eval_set.holding(TRANSFER_CORPUS) is eval_set  # no such queries there
     assert eval_set.transfer_record["queries"][TRANSFER_CORPUS] == 0
     assert eval_set.transfer_record["skipped"] == {
         "transfer_corpus: the foreign corpus's papers are this corpus's": 2

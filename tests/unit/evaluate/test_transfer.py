@@ -8,7 +8,6 @@ import pytest
 
 from pipelines.evaluate.eval_set import build_eval_set
 from pipelines.evaluate.transfer import (
-    TRANSFER_CORPUS,
     TRANSFER_NAMED,
     TRANSFER_PAPERS,
     plain_windows,
@@ -136,7 +135,7 @@ def test_the_eval_set_holds_the_transfer_sets_over_windows() -> None:
         "window_chars": 1500,
         "windows": 2,
         "papers": 2,
-        "queries": {TRANSFER_PAPERS: 3, TRANSFER_NAMED: 1, TRANSFER_CORPUS: 0},
+        "queries": {TRANSFER_PAPERS: 3, TRANSFER_NAMED: 1},
         "skipped": {"no abstract": 1},
     }
     assert build_eval_set(chunks, queries, qrels).transfer is None  # no papers: no transfer

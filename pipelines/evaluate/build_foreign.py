@@ -6,7 +6,7 @@ described queries, and at most ``--max-passages`` passages (every judged one, th
 stable draw). The shipped ``corpora/blueprints-eval/`` was built from a night on the six
 Lean blueprints of ``../shared/corpora/blueprints/`` (``sample.corpus: blueprints``)::
 
-    python -m tooling.build_foreign_corpus --project /tmp/bpclone \\
+    python -m pipelines.evaluate.build_foreign --project /tmp/bpclone \\
         --out corpora/blueprints-eval --licence ../shared/corpora/blueprints/teorth-pfr/LICENSE
 
 A night on a corpus that shares a paper with the foreign one does not ask it (the papers'
