@@ -64,7 +64,7 @@ PASSAGE_SETS = ("named", "masked", "described")
 #: Retrieval the model was not tuned for, in a format unlike its training passages
 #: (:mod:`pipelines.evaluate.transfer`): a paper's title or abstract sentence -> that
 #: paper's plain fixed windows; the named queries over the same windows; another corpus's
-#: held-out queries -> its passages, searched among them and the windows together
+#: held-out queries -> its passages, searched among them and the passages together
 #: (:mod:`pipelines.evaluate.foreign`).
 TRANSFER_SETS = ("transfer_papers", "transfer_named", "transfer_corpus")
 QUERY_SETS = (*PASSAGE_SETS, *TRANSFER_SETS)

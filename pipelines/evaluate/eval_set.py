@@ -61,6 +61,10 @@ DESCRIBED = "described"
 #: abstracts: the transfer sets).
 EVAL_TABLES = ("chunks", "queries", "qrels", "statements", "papers")
 REPRO_HINT = "run `make repro` (dvc repro validate) to rebuild data/validated/"
+#: The share of a foreign corpus's passages found word for word among this corpus's from
+#: which it is this corpus (another version of it): a short passage ("Proof omitted.") may
+#: occur in both by chance.
+SHARED_PASSAGES = 0.1
 
 
 @dataclass(frozen=True)
@@ -386,11 +390,14 @@ def _foreign_set(
 ) -> tuple[EvalSet | None, dict[str, Any]]:
     """The ``transfer_corpus`` set: the foreign queries over this corpus's passages (as
     searched: rows ``0..n-1``, the same rows as the eval set's) followed by the foreign
-    passages; none when this corpus holds the foreign corpus's papers. And its record."""
+    passages; none when this corpus holds one of the foreign corpus's papers (the same
+    content hash) or :data:`SHARED_PASSAGES` of its passages word for word (another version
+    of the same text). And its record."""
     record: dict[str, Any] = {"folder": str(foreign.folder), "passages": len(foreign.passage_ids)}
-    shared = 0
+    found = len(set(foreign.texts).intersection(corpus_texts))
+    shared = found >= SHARED_PASSAGES * len(set(foreign.texts))
     if papers is not None and "content_hash" in papers:
-        shared = int(papers["content_hash"].astype(str).isin(foreign.content_hashes).sum())
+        shared |= bool(papers["content_hash"].astype(str).isin(foreign.content_hashes).any())
     if shared:
         record["skipped"] = {
             f"{TRANSFER_CORPUS}: the foreign corpus's papers are this corpus's": len(

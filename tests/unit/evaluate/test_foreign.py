@@ -116,6 +116,23 @@ def test_a_night_on_the_foreign_papers_does_not_ask_them(tmp_path: Path) -> None
     assert eval_set.transfer_record["skipped"] == {
         "transfer_corpus: the foreign corpus's papers are this corpus's": 2
     }
+    # Another version of a foreign paper (another hash) still holds its passages' text; one
+    # passage in common by chance is no version (a tenth of them is: SHARED_PASSAGES).
+    frames = foreign_frames()
+    frames["passages"].loc[1, "text"] = chunks.loc[1, "text"]
+    foreign = read_foreign_corpus(write_folder(tmp_path / "another-version", frames))
+    assert build_eval_set(chunks, queries, qrels, papers=papers, foreign=foreign).foreign is None
+    frames["passages"] = pd.concat(
+        [frames["passages"]]
+        + [
+            pd.DataFrame({"passage_id": [f"b#x{i}"], "paper_id": ["b"], "text": [f"Other {i}."]})
+            for i in range(40)
+        ],
+        ignore_index=True,
+    )
+    foreign = read_foreign_corpus(write_folder(tmp_path / "by-chance", frames))
+    held = build_eval_set(chunks, queries, qrels, papers=papers, foreign=foreign).foreign
+    assert held is not None
 
 
 @pytest.mark.parametrize(
