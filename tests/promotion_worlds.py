@@ -315,7 +315,7 @@ def make_world(root: Path, base_model: Path, empty_db: Path | None) -> World:
         (root / "mlruns").mkdir(parents=True)
         shutil.copy(empty_db, root / "mlruns" / "mlflow.db")
     params = Params(
-        evaluate=EvaluateParams(ks=(1, 5, 10), foreign_corpus=""),  # no foreign corpus here
+        evaluate=EvaluateParams(ks=(1, 5, 10), foreign_corpora=()),  # no foreign corpus here
         # The worlds' few topic queries can never reach p < promote.alpha: these worlds test
         # the registry's moves on the metric rule; the significance gate has its own tests,
         # and so does the gate on meaning (their bag-of-words models know the topic words, so

@@ -338,9 +338,10 @@ class EvaluateParams(_Section):
     dims: tuple[Count, ...] = FROM_PARAMS_YAML  # (): the candidate's own
     batch_size: Count = FROM_PARAMS_YAML
     cache: Bool = FROM_PARAMS_YAML
-    # Another corpus's held-out queries and passages (pipelines/evaluate/foreign.py), relative
-    # to the project root: the transfer_corpus set. "": none.
-    foreign_corpus: Str = FROM_PARAMS_YAML
+    # Other corpora's held-out queries and passages (pipelines/evaluate/foreign.py), relative
+    # to the project root: the transfer_corpus set asks the first this night's corpus does
+    # not hold. []: none.
+    foreign_corpora: tuple[Annotated[Str, NonEmpty()], ...] = FROM_PARAMS_YAML
 
 
 #: How search orders passages (pipelines/retrieval/lexical.py): by the model's cosine alone,

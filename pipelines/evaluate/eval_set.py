@@ -213,15 +213,16 @@ def build_eval_set(
     statements: pd.DataFrame | None = None,
     papers: pd.DataFrame | None = None,
     sources: Mapping[str, Path] | None = None,
-    foreign: ForeignCorpus | None = None,
+    foreign: Sequence[ForeignCorpus] = (),
 ) -> EvalSet:
     """Check the three tables against each other and index the qrels by corpus row.
 
     With ``statements`` each passage's text is its search text (headed by the statement it
     holds: :func:`~pipelines.mathtext.headings.search_texts`); without, its own text.
     With ``papers`` (``paper_id``, and ``title`` and ``abstract`` where known) it holds
-    the transfer sets (:attr:`EvalSet.transfer`), and with ``foreign`` too the
-    ``transfer_corpus`` set (:mod:`pipelines.evaluate.foreign`). ``sources`` names the files
+    the transfer sets (:attr:`EvalSet.transfer`), and with ``foreign`` the
+    ``transfer_corpus`` set over the first foreign corpus it does not hold
+    (:mod:`pipelines.evaluate.foreign`). ``sources`` names the files
     the tables came from, for the error messages. A query with no relevant (grade >= 1)
     chunk cannot be scored; it is left out and listed in ``queries_without_relevant`` so the
     counts add up.
@@ -330,7 +331,7 @@ def build_eval_set(
         ]
         transfer, transfer_record = _transfer_set(chunks, papers, named)
     foreign_set: EvalSet | None = None
-    if foreign is not None:
+    if foreign:
         foreign_set, foreign_record = _foreign_set(corpus_ids, corpus_texts, papers, foreign)
         transfer_record = _with_foreign_record(transfer_record, foreign_record)
     return EvalSet(
@@ -386,62 +387,79 @@ def _foreign_set(
     corpus_ids: list[str],
     corpus_texts: list[str],
     papers: pd.DataFrame | None,
-    foreign: ForeignCorpus,
+    foreign: Sequence[ForeignCorpus],
 ) -> tuple[EvalSet | None, dict[str, Any]]:
-    """The ``transfer_corpus`` set: the foreign queries over this corpus's passages (as
-    searched: rows ``0..n-1``, the same rows as the eval set's) followed by the foreign
-    passages; none when this corpus holds one of the foreign corpus's papers (the same
-    content hash) or :data:`SHARED_PASSAGES` of its passages word for word (another version
-    of the same text). And its record."""
-    record: dict[str, Any] = {"folder": str(foreign.folder), "passages": len(foreign.passage_ids)}
-    found = len(set(foreign.texts).intersection(corpus_texts))
-    shared = found >= SHARED_PASSAGES * len(set(foreign.texts))
-    if papers is not None and "content_hash" in papers:
-        shared |= bool(papers["content_hash"].astype(str).isin(foreign.content_hashes).any())
-    if shared:
-        record["skipped"] = {
-            f"{TRANSFER_CORPUS}: the foreign corpus's papers are this corpus's": len(
-                foreign.query_ids
-            )
+    """The ``transfer_corpus`` set: the first foreign corpus this one does not hold, its
+    queries over this corpus's passages (as searched: rows ``0..n-1``, the same rows as the
+    eval set's) followed by its passages; and its record. None when this corpus holds them
+    all."""
+    holds = [_holds(corpus_texts, papers, corpus) for corpus in foreign]
+    record: dict[str, Any] = {
+        "skipped": {
+            f"{TRANSFER_CORPUS}: {corpus.folder} holds this corpus's papers": len(corpus.query_ids)
+            for corpus, held_here in zip(foreign, holds, strict=True)
+            if held_here
         }
+    }
+    asked_corpus = next(
+        (corpus for corpus, held_here in zip(foreign, holds, strict=True) if not held_here), None
+    )
+    if asked_corpus is None:
         return None, record
+    record |= {"folder": str(asked_corpus.folder), "passages": len(asked_corpus.passage_ids)}
     offset = len(corpus_ids)
-    asked = [row for row, judged in enumerate(foreign.qrels) if max(judged.values(), default=0)]
-    if len(asked) < len(foreign.query_ids):
-        unjudged = len(foreign.query_ids) - len(asked)
-        record["skipped"] = {f"{TRANSFER_CORPUS}: no relevant passage": unjudged}
+    qrels, excluded = asked_corpus.qrels, asked_corpus.excluded
+    asked = [row for row, judged in enumerate(qrels) if max(judged.values(), default=0)]
+    if len(asked) < len(qrels):
+        record["skipped"][f"{TRANSFER_CORPUS}: no relevant passage"] = len(qrels) - len(asked)
     record["queries"] = len(asked)
-    foreign_ids = [FOREIGN_PREFIX + passage for passage in foreign.passage_ids]
+    foreign_ids = [FOREIGN_PREFIX + passage for passage in asked_corpus.passage_ids]
     held = EvalSet(
         corpus_ids=[*corpus_ids, *foreign_ids],
-        corpus_texts=[*corpus_texts, *foreign.texts],
-        query_ids=[FOREIGN_PREFIX + foreign.query_ids[row] for row in asked],
-        query_texts=[foreign.query_texts[row] for row in asked],
-        qrels=[{offset + doc: g for doc, g in foreign.qrels[row].items()} for row in asked],
+        corpus_texts=[*corpus_texts, *asked_corpus.texts],
+        query_ids=[FOREIGN_PREFIX + asked_corpus.query_ids[row] for row in asked],
+        query_texts=[asked_corpus.query_texts[row] for row in asked],
+        qrels=[{offset + doc: g for doc, g in qrels[row].items()} for row in asked],
         unseen_docs=[frozenset()] * len(asked),
         queries_without_relevant=[],
         query_sets=[TRANSFER_CORPUS] * len(asked),
-        excluded=[frozenset(offset + doc for doc in foreign.excluded[row]) for row in asked],
+        excluded=[frozenset(offset + doc for doc in excluded[row]) for row in asked],
     )
     return held, record
 
 
+def _holds(corpus_texts: list[str], papers: pd.DataFrame | None, foreign: ForeignCorpus) -> bool:
+    """Whether this corpus holds one of ``foreign``'s papers (the same content hash) or
+    :data:`SHARED_PASSAGES` of its passages word for word (another version of its text)."""
+    found = len(set(foreign.texts).intersection(corpus_texts))
+    if found >= SHARED_PASSAGES * len(set(foreign.texts)):
+        return True
+    if papers is None or "content_hash" not in papers:
+        return False
+    return bool(papers["content_hash"].astype(str).isin(foreign.content_hashes).any())
+
+
 def _with_foreign_record(transfer: dict[str, Any], foreign: dict[str, Any]) -> dict[str, Any]:
-    """The transfer record (eval.json's ``transfer``) with the foreign set's: its folder and
-    passages, its queries among the others, what it could not ask among the rest."""
-    skipped = {**transfer.get("skipped", {}), **foreign.get("skipped", {})}
+    """The transfer record (eval.json's ``transfer``) with the foreign set's: the corpus
+    asked (folder, passages), its queries among the others, what it could not ask."""
+    skipped = {**transfer.get("skipped", {}), **foreign["skipped"]}
+    asked = (
+        {"foreign_corpus": {"folder": foreign["folder"], "passages": foreign["passages"]}}
+        if "folder" in foreign
+        else {}
+    )
     return {
         **transfer,
-        "foreign_corpus": {"folder": foreign["folder"], "passages": foreign["passages"]},
+        **asked,
         "queries": {**transfer.get("queries", {}), TRANSFER_CORPUS: foreign.get("queries", 0)},
         "skipped": dict(sorted(skipped.items())),
     }
 
 
-def load_eval_set(paths: Paths, foreign_corpus: str = "") -> EvalSet:
+def load_eval_set(paths: Paths, foreign_corpora: Sequence[str] = ()) -> EvalSet:
     """Read the validated corpus, statements, queries and qrels (never the unvalidated
-    tables), and the foreign corpus (``evaluate.foreign_corpus``, relative to the project
-    root; ``""``: none)."""
+    tables), and the foreign corpora (``evaluate.foreign_corpora``, relative to the project
+    root)."""
     sources = {name: TABLES[name].validated_path(paths) for name in EVAL_TABLES}
     tables = {}
     for name, path in sources.items():
@@ -455,5 +473,5 @@ def load_eval_set(paths: Paths, foreign_corpus: str = "") -> EvalSet:
         statements=tables["statements"],
         papers=tables["papers"],
         sources=sources,
-        foreign=read_foreign_corpus(paths.root / foreign_corpus) if foreign_corpus else None,
+        foreign=[read_foreign_corpus(paths.root / folder) for folder in foreign_corpora],
     )

@@ -3,9 +3,11 @@ searched among that project's passages and this night's passages together.
 
 A night trains on one corpus. A model that learned to prefer its corpus's style, or forgot
 what its base knew of other mathematics, shows it here: every answer sits in text it never
-trained on, among text it did. The folder (``evaluate.foreign_corpus``; the project ships
-``corpora/blueprints-eval/``, built by ``pipelines/evaluate/build_foreign.py`` from a project
-after a night on the Lean blueprints) holds four tables:
+trained on, among text it did. ``evaluate.foreign_corpora`` lists such folders; a night asks
+the first whose papers it does not hold (the project ships ``corpora/blueprints-eval/``, from
+a night on the Lean blueprints' research LaTeX, then ``corpora/stacks-eval/``, from Stacks
+Project chapters the demo does not have; each built by
+``pipelines/evaluate/build_foreign.py``). A folder holds four tables:
 
 ``passages.parquet``
     ``passage_id, paper_id, text``: each passage as that project's evaluation searched it,
@@ -45,8 +47,8 @@ FOREIGN_QUERY_SETS = ("masked", "described")
 #: Prefix of a foreign passage's or query's id beside this corpus's (none starts with it).
 FOREIGN_PREFIX = "foreign:"
 FIX_HINT = (
-    "build it with `python -m pipelines.evaluate.build_foreign`, or set "
-    "evaluate.foreign_corpus: '' in params.yaml to evaluate without the transfer_corpus set"
+    "build it with `python -m pipelines.evaluate.build_foreign`, or take it out of "
+    "evaluate.foreign_corpora in params.yaml"
 )
 
 
@@ -74,7 +76,7 @@ def read_foreign_corpus(folder: Path) -> ForeignCorpus:
     """Read and check the folder's tables; a missing, unreadable or inconsistent one is a
     ``ValueError`` naming the file and the fix."""
     if not folder.is_dir():
-        raise ValueError(f"evaluate.foreign_corpus: {folder} is not a folder; {FIX_HINT}")
+        raise ValueError(f"evaluate.foreign_corpora: {folder} is not a folder; {FIX_HINT}")
     tables: dict[str, pd.DataFrame] = {}
     for name, path in zip(FOREIGN_TABLES, folder_files(folder), strict=True):
         try:

@@ -211,7 +211,7 @@ def run_evaluate(
     extra = dict(extra_models or {})
     _check_extra_names(extra)
 
-    eval_set = load_eval_set(paths, params.foreign_corpus)
+    eval_set = load_eval_set(paths, params.foreign_corpora)
     check_model_dir(candidate_dir, CANDIDATE)
     metadata = read_candidate_metadata(candidate_dir) or CandidateMetadata()
     base_model = base_model or metadata.base_spec

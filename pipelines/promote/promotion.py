@@ -210,7 +210,7 @@ def _promote_locked(
     registry: Registry,
     data_quality: Mapping[str, Any],
 ) -> PromotionResult:
-    current_eval_data = eval_data_hash(paths, params.evaluate.foreign_corpus)
+    current_eval_data = eval_data_hash(paths, params.evaluate.foreign_corpora)
     existing = registry.version_by_fingerprint(candidate.fingerprint)
     # A "settled" tag at all means the version was decided and acted on once; "false" is
     # a re-decision under way (a fresh version has no such tag until it is settled).

@@ -79,7 +79,7 @@ def score_for_promotion(
     champion: ModelSource | None,
 ) -> ScoredModels:
     """Score candidate, base and champion on the validated queries, at each one's full dim."""
-    eval_set = load_eval_set(paths, params.evaluate.foreign_corpus)
+    eval_set = load_eval_set(paths, params.evaluate.foreign_corpora)
     base_spec = candidate.metadata.base_spec
     if base_spec is None:
         raise PromotionRefusedError(
@@ -106,18 +106,18 @@ def score_for_promotion(
         scores["candidate"][gate],
         scores["base"][gate],
         scores["champion"][gate] if "champion" in scores else None,
-        eval_data_hash(paths, params.evaluate.foreign_corpus),
+        eval_data_hash(paths, params.evaluate.foreign_corpora),
         gate=gate,
         sets=scores,
     )
 
 
-def eval_data_hash(paths: Paths, foreign_corpus: str = "") -> str:
+def eval_data_hash(paths: Paths, foreign_corpora: Sequence[str] = ()) -> str:
     """The hash of the validated evaluation data: passages, queries and relevance judgments,
-    and the foreign corpus's tables (``evaluate.foreign_corpus``) when there is one."""
+    and the foreign corpora's tables (``evaluate.foreign_corpora``)."""
     files = [TABLES[table].validated_path(paths) for table in EVAL_TABLES]
-    if foreign_corpus:
-        files += folder_files(paths.root / foreign_corpus)
+    for folder in foreign_corpora:
+        files += folder_files(paths.root / folder)
     try:
         return data_hash(*files)
     except FileNotFoundError as error:

@@ -163,8 +163,8 @@ def make_root(root: Path, models: Models) -> Path:
 
 
 #: These projects hold no foreign corpus (tests/unit/evaluate/test_foreign.py has one).
-NO_FOREIGN = ""
-PARAMS = EvaluateParams(ks=tuple(KS), batch_size=8, foreign_corpus=NO_FOREIGN)
+NO_FOREIGN: tuple[str, ...] = ()
+PARAMS = EvaluateParams(ks=tuple(KS), batch_size=8, foreign_corpora=NO_FOREIGN)
 PAIRED_TEST = PairedTest("randomization", 2000, 7, "mrr@10")
 
 
@@ -528,7 +528,7 @@ def test_without_the_store_every_run_embeds(
 ) -> None:
     root = make_root(tmp_path, models)
     params = EvaluateParams(
-        ks=(1, 5), dims=(16,), batch_size=8, cache=False, foreign_corpus=NO_FOREIGN
+        ks=(1, 5), dims=(16,), batch_size=8, cache=False, foreign_corpora=NO_FOREIGN
     )
     run_evaluate(params, Paths(root), outputs=no_figures(root), progress=False)
     run_evaluate(params, Paths(root), outputs=no_figures(root), progress=False)
@@ -548,7 +548,7 @@ def test_the_embedding_progress_reaches_the_flow_log(tmp_path: Path, models: Mod
     root = make_root(tmp_path, models)
     # Two texts a batch: the 36 passages are embedded in chunks of 16, with progress lines.
     (root / "params.yaml").write_text(
-        "evaluate:\n  ks: [1, 5]\n  batch_size: 2\n  foreign_corpus: ''\n"
+        "evaluate:\n  ks: [1, 5]\n  batch_size: 2\n  foreign_corpora: []\n"
     )
     lines: list[str] = []
     command = [sys.executable, "-m", "pipelines", "evaluate", "--root", str(root)]
@@ -568,7 +568,7 @@ def test_dims_from_params_override_and_the_full_dim_is_always_scored(
     tmp_path: Path, models: Models
 ) -> None:
     root = make_root(tmp_path, models)
-    params = EvaluateParams(ks=(1, 10), dims=(4,), batch_size=8, foreign_corpus=NO_FOREIGN)
+    params = EvaluateParams(ks=(1, 10), dims=(4,), batch_size=8, foreign_corpora=NO_FOREIGN)
     report = run_evaluate(params, Paths(root), outputs=no_figures(root), progress=False)
     assert report.figures == [] and not (root / "reports" / "eval" / "dims.png").exists()
     assert (root / "reports" / "eval" / "dims.csv").is_file()
@@ -581,7 +581,7 @@ def test_dims_default_to_the_full_dim_without_matryoshka_metadata(
 ) -> None:
     write_tables(tmp_path, *synthetic_tables())
     install_candidate(tmp_path, models, metadata={})
-    params = EvaluateParams(ks=(1, 10), batch_size=8, foreign_corpus=NO_FOREIGN)
+    params = EvaluateParams(ks=(1, 10), batch_size=8, foreign_corpora=NO_FOREIGN)
     report = run_evaluate(
         params,
         Paths(tmp_path),
@@ -601,7 +601,7 @@ def test_outputs_can_go_elsewhere(tmp_path: Path, models: Models) -> None:
         reports_dir=tmp_path / "out" / "reports",
         figures=False,
     )
-    params = EvaluateParams(ks=(1, 10), dims=(16,), batch_size=8, foreign_corpus=NO_FOREIGN)
+    params = EvaluateParams(ks=(1, 10), dims=(16,), batch_size=8, foreign_corpora=NO_FOREIGN)
     run_evaluate(params, Paths(root), outputs=elsewhere, progress=False)
     assert elsewhere.metrics_file.is_file() and elsewhere.per_query_file.is_file()
     assert (tmp_path / "out" / "named.json").is_file()
@@ -773,7 +773,7 @@ def test_dims_above_the_model_s_dimension_are_refused(tmp_path: Path, models: Mo
     root = make_root(tmp_path, models)
     with pytest.raises(ValueError, match=r"dims \[64\] exceed the candidate's dimension 32"):
         run_evaluate(
-            EvaluateParams(dims=(64, 16), foreign_corpus=NO_FOREIGN), Paths(root), progress=False
+            EvaluateParams(dims=(64, 16), foreign_corpora=NO_FOREIGN), Paths(root), progress=False
         )
 
 
@@ -804,7 +804,7 @@ def test_a_diverged_model_is_reported_not_scored(tmp_path: Path, models: Models)
 def write_params(root: Path) -> Path:
     path = root / "params.yaml"
     path.write_text(
-        "evaluate:\n  ks: [1, 10]\n  dims: [16]\n  batch_size: 8\n  foreign_corpus: ''\n",
+        "evaluate:\n  ks: [1, 10]\n  dims: [16]\n  batch_size: 8\n  foreign_corpora: []\n",
         encoding="utf-8",
     )
     return path
@@ -1005,7 +1005,7 @@ def test_a_statements_table_without_its_columns_names_the_fix() -> None:
 def test_a_foreign_corpus_is_scored_as_the_transfer_corpus_set(
     tmp_path: Path, models: Models
 ) -> None:
-    """``evaluate.foreign_corpus`` (relative to the root): its queries are scored for every
+    """``evaluate.foreign_corpora`` (relative to the root): its queries are scored for every
     model and BM25 among its passages and the windows, with a headline file and p."""
     root = make_root(tmp_path, models)
     folder = root / "corpora" / "foreign"
@@ -1038,7 +1038,7 @@ def test_a_foreign_corpus_is_scored_as_the_transfer_corpus_set(
     }
     for name, frame in tables.items():
         frame.to_parquet(folder / f"{name}.parquet", index=False)
-    params = dataclasses.replace(PARAMS, foreign_corpus="corpora/foreign")
+    params = dataclasses.replace(PARAMS, foreign_corpora=("corpora/foreign",))
     report = run_evaluate(
         params, Paths(root), outputs=no_figures(root), paired_test=PAIRED_TEST, progress=False
     )
@@ -1054,6 +1054,6 @@ def test_a_foreign_corpus_is_scored_as_the_transfer_corpus_set(
     asked = table[table["set"] == "transfer_corpus"]["query_id"].unique().tolist()
     assert asked == [f"foreign:fq{i}" for i in range(len(topics))]
     # A foreign corpus that is not there stops the stage with the fix, before any model runs.
-    missing = dataclasses.replace(PARAMS, foreign_corpus="corpora/elsewhere")
+    missing = dataclasses.replace(PARAMS, foreign_corpora=("corpora/elsewhere",))
     with pytest.raises(ValueError, match="corpora/elsewhere is not a folder"):
         run_evaluate(missing, Paths(root), outputs=no_figures(root), progress=False)

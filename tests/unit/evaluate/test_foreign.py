@@ -83,7 +83,7 @@ def night_tables() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFra
 def test_the_foreign_queries_search_its_passages_after_the_night_s(tmp_path: Path) -> None:
     foreign = read_foreign_corpus(write_folder(tmp_path / "foreign", foreign_frames()))
     chunks, queries, qrels, papers = night_tables()
-    eval_set = build_eval_set(chunks, queries, qrels, papers=papers, foreign=foreign)
+    eval_set = build_eval_set(chunks, queries, qrels, papers=papers, foreign=[foreign])
     held = eval_set.holding(TRANSFER_CORPUS)
     assert held is eval_set.foreign
     # The night's passages as searched (the same rows as the eval set's), then the foreign.
@@ -109,19 +109,20 @@ def test_a_night_on_the_foreign_papers_does_not_ask_them(tmp_path: Path) -> None
     frames["papers"] = pd.DataFrame({"paper_id": ["p2"], "content_hash": ["hash-2"]})
     foreign = read_foreign_corpus(write_folder(tmp_path / "foreign", frames))
     chunks, queries, qrels, papers = night_tables()
-    eval_set = build_eval_set(chunks, queries, qrels, papers=papers, foreign=foreign)
+    eval_set = build_eval_set(chunks, queries, qrels, papers=papers, foreign=[foreign])
     assert eval_set.foreign is None
     assert eval_set.holding(TRANSFER_CORPUS) is eval_set  # no such queries there
     assert eval_set.transfer_record["queries"][TRANSFER_CORPUS] == 0
     assert eval_set.transfer_record["skipped"] == {
-        "transfer_corpus: the foreign corpus's papers are this corpus's": 2
+        f"transfer_corpus: {tmp_path / 'foreign'} holds this corpus's papers": 2
     }
+    assert "foreign_corpus" not in eval_set.transfer_record
     # Another version of a foreign paper (another hash) still holds its passages' text; one
     # passage in common by chance is no version (a tenth of them is: SHARED_PASSAGES).
     frames = foreign_frames()
     frames["passages"].loc[1, "text"] = chunks.loc[1, "text"]
     foreign = read_foreign_corpus(write_folder(tmp_path / "another-version", frames))
-    assert build_eval_set(chunks, queries, qrels, papers=papers, foreign=foreign).foreign is None
+    assert build_eval_set(chunks, queries, qrels, papers=papers, foreign=[foreign]).foreign is None
     frames["passages"] = pd.concat(
         [frames["passages"]]
         + [
@@ -131,8 +132,23 @@ def test_a_night_on_the_foreign_papers_does_not_ask_them(tmp_path: Path) -> None
         ignore_index=True,
     )
     foreign = read_foreign_corpus(write_folder(tmp_path / "by-chance", frames))
-    held = build_eval_set(chunks, queries, qrels, papers=papers, foreign=foreign).foreign
+    held = build_eval_set(chunks, queries, qrels, papers=papers, foreign=[foreign]).foreign
     assert held is not None
+
+
+def test_the_first_foreign_corpus_the_night_does_not_hold_is_asked(tmp_path: Path) -> None:
+    own = foreign_frames()
+    own["papers"] = pd.DataFrame({"paper_id": ["p2"], "content_hash": ["hash-2"]})
+    held_here = read_foreign_corpus(write_folder(tmp_path / "own", own))
+    other = read_foreign_corpus(write_folder(tmp_path / "other", foreign_frames()))
+    chunks, queries, qrels, papers = night_tables()
+    eval_set = build_eval_set(chunks, queries, qrels, papers=papers, foreign=[held_here, other])
+    assert eval_set.foreign is not None and len(eval_set.foreign.query_ids) == 2
+    record = eval_set.transfer_record
+    assert record["foreign_corpus"]["folder"] == str(tmp_path / "other")
+    assert record["skipped"] == {
+        f"transfer_corpus: {tmp_path / 'own'} holds this corpus's papers": 2
+    }
 
 
 @pytest.mark.parametrize(
@@ -162,11 +178,11 @@ def test_an_inconsistent_table_names_itself_and_the_fix(
         foreign_corpus_from_tables(tmp_path, frames)
     assert message in str(raised.value)
     assert f"{table}.parquet" in str(raised.value)
-    assert "evaluate.foreign_corpus: ''" in str(raised.value)
+    assert "take it out of evaluate.foreign_corpora" in str(raised.value)
 
 
 def test_a_missing_or_unreadable_folder_is_an_error_with_the_fix(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match=r"is not a folder; build it with .*foreign_corpus: ''"):
+    with pytest.raises(ValueError, match=r"is not a folder; build it with .*foreign_corpora"):
         read_foreign_corpus(tmp_path / "nowhere")
     folder = write_folder(tmp_path / "foreign", foreign_frames())
     (folder / "qrels.parquet").write_bytes(b"PAR1 not really")

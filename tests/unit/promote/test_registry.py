@@ -660,7 +660,7 @@ def test_the_command_line_shell_prints_decisions_status_and_refusals(
     params_file = world.root / "params.yaml"
     # The world's few queries cannot reach p < promote.alpha; the metric rule decides here.
     params_file.write_text(
-        "evaluate:\n  ks: [1, 5, 10]\n  foreign_corpus: ''\n"
+        "evaluate:\n  ks: [1, 5, 10]\n  foreign_corpora: []\n"
         "promote:\n  significance: false\n  gate: named\n"
     )
     common = ["--root", str(world.root), "--params", str(params_file)]
