@@ -88,7 +88,7 @@ def main() -> None:
     for name, frame in tables.items():
         io.write_parquet(args.out / f"{name}.parquet", frame)
     if args.licence:
-        shutil.copyfile(args.licence, args.out / "LICENSE")
+        shutil.copyfile(args.licence, args.out / args.licence.name)
     counts = {name: len(frame) for name, frame in tables.items()}
     print(f"{args.out}: {counts}; sets {tables['queries']['set'].value_counts().to_dict()}")
 

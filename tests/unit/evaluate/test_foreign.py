@@ -10,6 +10,7 @@ import pytest
 from repo import REPO
 
 from pipelines.common import io
+from pipelines.common.config import load_params
 from pipelines.evaluate.build_foreign import foreign_tables
 from pipelines.evaluate.eval_set import EvalSet, build_eval_set
 from pipelines.evaluate.foreign import (
@@ -21,8 +22,6 @@ from pipelines.evaluate.foreign import (
     read_foreign_corpus,
 )
 from pipelines.evaluate.transfer import TRANSFER_CORPUS, TRANSFER_NAMED, TRANSFER_PAPERS
-
-SHIPPED = REPO / "corpora" / "blueprints-eval"
 
 
 def foreign_frames() -> dict[str, pd.DataFrame]:
@@ -231,11 +230,30 @@ def test_kept_passages_is_stable_and_keeps_the_needed() -> None:
     assert kept_passages(ids, {3, 40}, 1) == [3, 40]  # the judged ones, whatever the cap
 
 
-def test_the_shipped_foreign_corpus_reads_and_has_its_licence() -> None:
-    foreign: ForeignCorpus = read_foreign_corpus(SHIPPED)
-    assert all(path.is_file() for path in folder_files(SHIPPED))
-    assert "Apache License" in (SHIPPED / "LICENSE").read_text()
-    assert len(foreign.query_ids) >= 100 and len(foreign.passage_ids) >= 1000
+@pytest.mark.parametrize(
+    ("folder", "licence", "words"),
+    [
+        ("blueprints-eval", "LICENSE", "Apache License"),
+        ("stacks-eval", "COPYING", "GNU Free Documentation License"),
+    ],
+)
+def test_the_shipped_foreign_corpora_read_and_carry_their_licence(
+    folder: str, licence: str, words: str
+) -> None:
+    shipped = REPO / "corpora" / folder
+    foreign: ForeignCorpus = read_foreign_corpus(shipped)
+    assert all(path.is_file() for path in folder_files(shipped))
+    assert words in (shipped / licence).read_text()
+    assert len(foreign.query_ids) >= 200 and len(foreign.passage_ids) >= 1000
     assert all(any(grade >= 1 for grade in judged.values()) for judged in foreign.qrels)
-    # The demo's Stacks chapters are not among its papers: the demo asks the set.
-    assert not any(key.startswith("stacks/") for key in foreign.passage_ids)
+
+
+def test_the_shipped_order_gives_a_blueprints_night_the_stacks_chapters() -> None:
+    """The demo and research papers ask the blueprints; a night on the blueprints holds
+    their papers, so it asks the Stacks chapters, which share none of them."""
+    params = load_params(REPO / "params.yaml")
+    folders = [REPO / folder for folder in params.evaluate.foreign_corpora]
+    assert [folder.name for folder in folders] == ["blueprints-eval", "stacks-eval"]
+    blueprints, stacks = (read_foreign_corpus(folder) for folder in folders)
+    assert not blueprints.content_hashes & stacks.content_hashes
+    assert not set(blueprints.texts) & set(stacks.texts)
