@@ -53,6 +53,8 @@ def row_checksums(hashes: Sequence[str], vectors: npt.NDArray[np.float32]) -> Ch
     rows = len(hashes)
     if vectors.shape[0] != rows:
         raise ValueError(f"{rows} keys for {vectors.shape[0]} vectors")
+    if not rows:  # a read that found nothing (reshape cannot infer a width from no rows)
+        return np.zeros(0, dtype=np.uint64)
     matrix = np.ascontiguousarray(vectors, dtype=np.float32).reshape(rows, -1)
     if matrix.shape[1] % 2:  # whole 64-bit words: an odd width gets a zero float
         matrix = np.pad(matrix, ((0, 0), (0, 1)))

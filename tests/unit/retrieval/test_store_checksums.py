@@ -45,3 +45,10 @@ def test_a_key_whose_bytes_changed_is_damaged_even_when_no_longer_a_hash() -> No
     sums = row_checksums(KEYS, vectors)
     changed = [KEYS[0], "9" * 64, "short", "é" * 64, KEYS[4]]
     assert damaged_rows(changed, vectors, sums).tolist() == [1, 2, 3]
+
+
+def test_no_rows_have_no_checksums_and_none_is_damaged() -> None:
+    for width in (0, 4):
+        empty = np.zeros((0, width), dtype=np.float32)
+        assert row_checksums([], empty).shape == (0,)
+        assert damaged_rows([], empty, np.zeros(0, dtype=np.uint64)).size == 0

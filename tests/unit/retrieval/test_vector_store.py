@@ -70,6 +70,25 @@ def test_a_passage_whose_text_changed_under_the_same_id_is_embedded_again(
     np.testing.assert_array_equal(vectors[-1], expected)
 
 
+def test_a_few_new_texts_asked_of_a_large_table_leave_it_whole(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A lookup of a few texts in a table four times larger fetches them by key; when none
+    of them is there (a new night's new queries), the empty read is no damage: nothing is
+    rebuilt, only the new texts are embedded."""
+    encoder = RecordingEncoder()
+    corpus = [f"passage {number}" for number in range(40)]
+    embed(encoder, corpus, EmbeddingStore(tmp_path))
+    encoder.embedded.clear()
+    store = EmbeddingStore(tmp_path)
+    with caplog.at_level(logging.WARNING):
+        embed(encoder, ["a new query", "another new query"], store)
+        embed(encoder, corpus, store)
+    assert encoder.embedded == ["a new query", "another new query"]
+    assert store.rebuilt == 0 and "not trusted" not in caplog.text
+    assert (store.embedded, store.reused) == (2, 40)
+
+
 def test_repeated_texts_are_embedded_once(tmp_path: Path) -> None:
     encoder = RecordingEncoder()
     vectors = embed(encoder, ["x", "y", "x"], EmbeddingStore(tmp_path))
