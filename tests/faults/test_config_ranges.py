@@ -117,6 +117,7 @@ OUT_OF_RANGE: list[tuple[str, str, Any]] = [
     ("train", "mixing_weights", []),
     ("evaluate", "ks", []),
     ("evaluate", "ks", [0, 10]),
+    ("evaluate", "foreign_corpora", [""]),  # a folder with no name: the project root
     ("evaluate", "dims", [-8]),
     ("evaluate", "batch_size", 0),
     ("promote", "registered_model", ""),
