@@ -28,7 +28,7 @@ from pipelines.common.config import Params
 from pipelines.common.paths import MODEL_METADATA_FILE, Paths
 from pipelines.common.tables import MEANING_SETS, QUERY_SETS, TABLES
 from pipelines.evaluate.eval_set import EVAL_TABLES, EvalSet, load_eval_set
-from pipelines.evaluate.foreign import folder_files
+from pipelines.evaluate.foreign import FIX_HINT, folder_files
 from pipelines.evaluate.scoring import embed_eval_set, score_eval_set
 from pipelines.evaluate.sources import (
     CANDIDATE,
@@ -115,11 +115,12 @@ def score_for_promotion(
 def eval_data_hash(paths: Paths, foreign_corpora: Sequence[str] = ()) -> str:
     """The hash of the validated evaluation data: passages, queries and relevance judgments,
     and the foreign corpora's tables (``evaluate.foreign_corpora``)."""
-    files = [TABLES[table].validated_path(paths) for table in EVAL_TABLES]
-    for folder in foreign_corpora:
-        files += folder_files(paths.root / folder)
+    foreign = [file for folder in foreign_corpora for file in folder_files(paths.root / folder)]
+    missing = [str(file) for file in foreign if not file.is_file()]
+    if missing:
+        raise PromotionRefusedError(f"foreign corpus file {missing[0]} not found; {FIX_HINT}")
     try:
-        return data_hash(*files)
+        return data_hash(*(TABLES[table].validated_path(paths) for table in EVAL_TABLES), *foreign)
     except FileNotFoundError as error:
         raise PromotionRefusedError(
             f"{error}: promotion decides on the validated evaluation data (chunks, queries, "

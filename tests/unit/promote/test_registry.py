@@ -625,6 +625,17 @@ def test_missing_evaluation_data_is_refused_with_the_fix_even_for_a_registered_v
     assert aliases(world) == {"champion": "1", "challenger": None, "previous": None}
 
 
+def test_a_missing_foreign_corpus_is_refused_with_the_fix(tmp_path: Path) -> None:
+    """The eval data hash covers the foreign corpora: a folder that is not there stops the
+    promotion before anything is scored, naming the file and the knob."""
+    with pytest.raises(
+        PromotionRefusedError,
+        match=r"foreign corpus file .*elsewhere/passages.parquet not found; build it with "
+        r".*evaluate.foreign_corpora",
+    ):
+        promote_scoring.eval_data_hash(Paths(tmp_path), ["corpora/elsewhere"])
+
+
 def test_status_and_rollback_on_a_registry_that_does_not_exist_yet(world: World) -> None:
     shutil.rmtree(world.root / "mlruns")
     assert aliases(world) == {"champion": None, "challenger": None, "previous": None}
