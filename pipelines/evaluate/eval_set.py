@@ -406,7 +406,8 @@ def _foreign_set(
     )
     if asked_corpus is None:
         return None, record
-    record |= {"folder": str(asked_corpus.folder), "passages": len(asked_corpus.passage_ids)}
+    passages = len(asked_corpus.passage_ids)
+    record["foreign_corpus"] = {"folder": str(asked_corpus.folder), "passages": passages}
     offset = len(corpus_ids)
     qrels, excluded = asked_corpus.qrels, asked_corpus.excluded
     asked = [row for row, judged in enumerate(qrels) if max(judged.values(), default=0)]
@@ -431,8 +432,8 @@ def _foreign_set(
 def _holds(corpus_texts: list[str], papers: pd.DataFrame | None, foreign: ForeignCorpus) -> bool:
     """Whether this corpus holds one of ``foreign``'s papers (the same content hash) or
     :data:`SHARED_PASSAGES` of its passages word for word (another version of its text)."""
-    found = len(set(foreign.texts).intersection(corpus_texts))
-    if found >= SHARED_PASSAGES * len(set(foreign.texts)):
+    texts = set(foreign.texts)
+    if len(texts.intersection(corpus_texts)) >= SHARED_PASSAGES * len(texts):
         return True
     if papers is None or "content_hash" not in papers:
         return False
@@ -441,16 +442,12 @@ def _holds(corpus_texts: list[str], papers: pd.DataFrame | None, foreign: Foreig
 
 def _with_foreign_record(transfer: dict[str, Any], foreign: dict[str, Any]) -> dict[str, Any]:
     """The transfer record (eval.json's ``transfer``) with the foreign set's: the corpus
-    asked (folder, passages), its queries among the others, what it could not ask."""
+    asked (``foreign_corpus``: folder, passages), its queries among the others, what it
+    could not ask."""
     skipped = {**transfer.get("skipped", {}), **foreign["skipped"]}
-    asked = (
-        {"foreign_corpus": {"folder": foreign["folder"], "passages": foreign["passages"]}}
-        if "folder" in foreign
-        else {}
-    )
     return {
         **transfer,
-        **asked,
+        **foreign,
         "queries": {**transfer.get("queries", {}), TRANSFER_CORPUS: foreign.get("queries", 0)},
         "skipped": dict(sorted(skipped.items())),
     }
