@@ -116,12 +116,15 @@ def foreign_corpus_from_tables(folder: Path, tables: Mapping[str, pd.DataFrame])
     ):
         if query_id not in query_row or passage_id not in row_of:
             raise fail("qrels", f"judges ({query_id!r}, {passage_id!r}), not in its tables")
-        judged[query_row[query_id]][row_of[passage_id]] = int(grade)
+        try:
+            judged[query_row[query_id]][row_of[passage_id]] = int(grade)
+        except (TypeError, ValueError):
+            raise fail("qrels", f"grade {grade!r} is no whole number") from None
     if not any(grade >= 1 for grades in judged for grade in grades.values()):
         raise fail("qrels", "no query has a relevant passage")
     excluded = [
         frozenset(row_of[str(passage)] for passage in ids if str(passage) in row_of)
-        for ids in queries["exclude"]
+        for ids in queries["exclude"].map(lambda value: () if value is None else value)
     ]
     return ForeignCorpus(
         folder=folder,

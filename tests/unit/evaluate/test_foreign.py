@@ -135,6 +135,13 @@ def test_a_night_on_the_foreign_papers_does_not_ask_them(tmp_path: Path) -> None
     assert held is not None
 
 
+def test_a_query_with_no_exclude_list_excludes_nothing(tmp_path: Path) -> None:
+    frames = foreign_frames()
+    frames["queries"]["exclude"] = [None, ["b#c2"]]
+    foreign = foreign_corpus_from_tables(tmp_path, frames)
+    assert foreign.excluded == [frozenset(), frozenset({2})]
+
+
 def test_the_first_foreign_corpus_the_night_does_not_hold_is_asked(tmp_path: Path) -> None:
     own = foreign_frames()
     own["papers"] = pd.DataFrame({"paper_id": ["p2"], "content_hash": ["hash-2"]})
@@ -161,6 +168,7 @@ def test_the_first_foreign_corpus_the_night_does_not_hold_is_asked(tmp_path: Pat
         (lambda f: f["queries"].assign(set="named"), "unknown set(s) ['named']"),
         (lambda f: f["qrels"].assign(passage_id="nowhere"), "judges ('q-entropy', 'nowhere')"),
         (lambda f: f["qrels"].assign(grade=0), "no query has a relevant passage"),
+        (lambda f: f["qrels"].assign(grade="high"), "grade 'high' is no whole number"),
     ],
 )
 def test_an_inconsistent_table_names_itself_and_the_fix(
