@@ -209,6 +209,11 @@ def test_first_run_trains_promotes_and_pushes(
     promotion = read_json(stack.root / "metrics" / "promotion.json")
     assert promotion["decision"] == "promoted"
     assert promotion["tracking_uri"] == stack.services.mlflow_url
+    # The gate saw mathematics the night never trained on: the first foreign corpus the
+    # project ships (the synthetic papers hold none of the blueprints'), beside its passages.
+    asked = read_json(stack.root / "metrics" / "eval.json")["transfer"]["foreign_corpus"]
+    assert asked["folder"] == "corpora/blueprints-eval"
+    assert promotion["sets"]["transfer_corpus"]["queries"] > 100
     # Told: a table in Prefect, a notice on the webhook; the deciding set's rows first.
     rows = promotion_table(state)
     decided = promotion["decided_on"]
