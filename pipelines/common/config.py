@@ -326,6 +326,9 @@ class TrainParams(_Section):
     # registry's @champion (new papers' pairs plus replay_ratio old pairs per new one).
     init: Literal["base", "champion"] = FROM_PARAMS_YAML
     replay_ratio: Annotated[Float, Range(0, 100)] = FROM_PARAMS_YAML
+    # Dropout on the attention weights while training (inference has none); at 0 the
+    # attention runs its fused kernel, which dropout would send down the slow path.
+    attention_dropout: Annotated[Float, Range(0, 1, high_open=True)] = FROM_PARAMS_YAML
     # The other train knobs are checked together by pipelines/train/setup.py check_params.
 
 

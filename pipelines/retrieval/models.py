@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -36,6 +37,12 @@ OFFLINE_MINILM = "offline-minilm"
 """``train.base_model`` value for the bundled all-MiniLM-L6-v2 (384 dimensions, mean pooling)."""
 
 Pooling = Literal["cls", "mean"]
+
+# Where configs keep the dropout on attention weights: BERT, RoBERTa, MPNet and their kin;
+# then DistilBERT, ModernBERT and most newer architectures.
+ATTENTION_DROPOUT_KEYS = ("attention_probs_dropout_prob", "attention_dropout")
+
+logger = logging.getLogger(__name__)
 
 # Files of a saved model folder that do not change its embeddings: the model card (has
 # dates and training logs), our own metadata (holds the fingerprint), and the trainer's
@@ -92,12 +99,15 @@ def load_base_model(
     pooling: Pooling,
     max_seq_length: int,
     device: str | None = None,
+    attention_dropout: float | None = None,
 ) -> SentenceTransformer:
     """Load ``name_or_path`` as a sentence-transformers model with ``pooling``.
 
     ``name_or_path``: a Hugging Face id, a local folder (a plain transformer or a
     sentence-transformers model) or ``"offline-minilm"``. Texts are cut at
-    ``max_seq_length`` tokens. Raises :class:`ModelLoadError` naming the model, where it
+    ``max_seq_length`` tokens. ``attention_dropout``, when given, replaces the dropout on
+    the attention weights the model's config asks for (training only: inference has none).
+    Raises :class:`ModelLoadError` naming the model, where it
     was looked for (the folder, or the Hugging Face cache) and how to make it available.
     """
     from sentence_transformers import SentenceTransformer
@@ -115,11 +125,14 @@ def load_base_model(
         )
     source = str(local) if local.is_dir() else source
     try:
+        config = {} if attention_dropout is None else _attention_dropout(source, attention_dropout)
         if is_sentence_transformer_model(source):
-            model = SentenceTransformer(source, device=device)
+            model = SentenceTransformer(source, device=device, config_kwargs=config)
             _set_pooling(model, pooling, name_or_path)
         else:
-            transformer = Transformer(source, max_seq_length=max_seq_length)
+            transformer = Transformer(
+                source, max_seq_length=max_seq_length, config_kwargs=config
+            )
             pooling_layer = PoolingLayer(
                 transformer.get_embedding_dimension(), pooling_mode=pooling
             )
@@ -130,6 +143,27 @@ def load_base_model(
         raise ModelLoadError(_not_loadable(name_or_path, source, local.is_dir(), error)) from error
     model.max_seq_length = max_seq_length
     return model
+
+
+def attention_dropout_override(config: object, value: float) -> dict[str, float]:
+    """The config entry that sets ``value`` as the dropout on attention weights, under the
+    name ``config``'s architecture reads (BERT's family or most others); ``{}`` for one
+    that has neither."""
+    key = next((key for key in ATTENTION_DROPOUT_KEYS if hasattr(config, key)), None)
+    return {} if key is None else {key: value}
+
+
+def _attention_dropout(source: str, value: float) -> dict[str, float]:
+    from transformers import AutoConfig
+
+    override = attention_dropout_override(AutoConfig.from_pretrained(source), value)
+    if not override:
+        logger.warning(
+            "%s has no attention-dropout setting in its config (%s): its own is kept",
+            source,
+            " or ".join(ATTENTION_DROPOUT_KEYS),
+        )
+    return override
 
 
 def _looks_like_path(source: str) -> bool:

@@ -133,8 +133,8 @@ class Start:
         return self.model_dir is not None
 
     def load(self, params: TrainParams, device: str) -> SentenceTransformer:
-        """The starting weights on ``device``, loaded as the base model is (pooling, length;
-        weights the model lacks seeded by ``train.seed``)."""
+        """The starting weights on ``device``, loaded as the base model is (pooling, length,
+        ``train.attention_dropout``; weights the model lacks seeded by ``train.seed``)."""
         from transformers import set_seed
 
         set_seed(params.seed)
@@ -143,6 +143,7 @@ class Start:
             pooling=params.pooling,
             max_seq_length=params.max_seq_length,
             device=device,
+            attention_dropout=params.attention_dropout,
         )
 
     def record(self) -> dict[str, Any]:
