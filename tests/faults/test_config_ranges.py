@@ -113,6 +113,8 @@ OUT_OF_RANGE: list[tuple[str, str, Any]] = [
     ("train", "mixing_weights", [0.0]),  # the base alone: the training thrown away
     ("train", "replay_ratio", -0.5),
     ("train", "replay_ratio", 101.0),
+    ("train", "attention_dropout", -0.1),
+    ("train", "attention_dropout", 1.0),  # every attention weight dropped
     ("train", "mixing_weights", [0.5, 1.5]),
     ("train", "mixing_weights", []),
     ("evaluate", "ks", []),

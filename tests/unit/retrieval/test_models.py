@@ -14,6 +14,7 @@ from fixtures_models import build_tiny_sentence_transformer
 from pipelines.retrieval.models import (
     OFFLINE_MINILM,
     ModelLoadError,
+    attention_dropout_override,
     data_hash,
     load_base_model,
     model_fingerprint,
@@ -176,3 +177,41 @@ def test_data_hash_depends_on_content_names_and_order_not_folder(tmp_path: Path)
         data_hash(one / "missing.parquet")
     with pytest.raises(ValueError, match="at least one"):
         data_hash()
+
+
+def _dropouts(model: object, part: str) -> set[float]:
+    """The dropout rates of the modules whose path ends in ``part``."""
+    return {
+        module.p
+        for name, module in model[0].auto_model.named_modules()  # type: ignore[index]
+        if name.endswith(part) and isinstance(module, torch.nn.Dropout)
+    }
+
+
+@pytest.mark.parametrize("folder", ["tiny_bert_dir", "tiny_model_dir"])
+def test_attention_dropout_replaces_the_configs_rate_on_attention_weights_alone(
+    folder: str, request: pytest.FixtureRequest
+) -> None:
+    model_dir = request.getfixturevalue(folder)  # built with every dropout at 0
+    tuned = load_base_model(
+        str(model_dir), pooling="mean", max_seq_length=32, device="cpu", attention_dropout=0.3
+    )
+    plain = load_base_model(str(model_dir), pooling="mean", max_seq_length=32, device="cpu")
+
+    assert _dropouts(tuned, "attention.self.dropout") == {0.3}
+    assert _dropouts(tuned, "attention.output.dropout") == {0.0}  # the hidden states' own
+    assert _dropouts(plain, "attention.self.dropout") == {0.0}
+    # Inference has no dropout: the same weights embed the same.
+    np.testing.assert_allclose(
+        tuned.encode(TEXTS, convert_to_numpy=True),
+        plain.encode(TEXTS, convert_to_numpy=True),
+        atol=1e-6,
+    )
+
+
+def test_attention_dropout_override_uses_the_name_the_architecture_reads() -> None:
+    from transformers import BertConfig, DistilBertConfig
+
+    assert attention_dropout_override(BertConfig(), 0.0) == {"attention_probs_dropout_prob": 0.0}
+    assert attention_dropout_override(DistilBertConfig(), 0.2) == {"attention_dropout": 0.2}
+    assert attention_dropout_override(object(), 0.0) == {}  # none: the model's own is kept
