@@ -5,8 +5,9 @@ Fine-tuning makes the model retrieve better what it was tuned on and worse some 
 was not. Interpolating the weights, ``(1 - a) x base + a x tuned``, keeps most of the gain
 and loses less elsewhere. ``a`` is one of ``train.mixing_weights``: the one whose mixture
 scores best on the validation task by ``train.best_checkpoint_metric`` (the score the
-checkpoint was kept by), the smaller on a tie (closer to the base). Every weight is scored
-afresh, 1.0 too, so all are measured alike. Without validation queries nothing can choose:
+checkpoint was kept by), the smaller on a tie (closer to the base). Weight 1.0 is the kept
+checkpoint itself: its score is the one the trainer measured at that step (the same
+evaluator on the same weights), not measured again. Without validation queries nothing can choose:
 the largest weight is used and the record says so. ``[1.0]`` is no mixing: the base model
 is not loaded again. A warm start (:mod:`pipelines.train.warm_start`) mixes with the
 champion it started from: ``base`` here is whatever the run started from.
@@ -169,11 +170,13 @@ def mix_with_start(
     params: TrainParams,
     evaluator: MetricsRsEvaluator | None,
     start: Start,
+    kept_scores: Mapping[str, float] | None = None,
 ) -> Mixing:
     """Load into ``model`` (the kept checkpoint) its mixture with the weights the run
     started from (``train.base_model``, or a warm start's champion) at the weight chosen from
     ``train.mixing_weights`` (and put that mixture's validation scores on its card); the
-    record of the choice. Rank 0 alone."""
+    record of the choice. ``kept_scores``: the kept checkpoint's validation scores, as the
+    trainer measured them (weight 1.0's). Rank 0 alone."""
     grid = sorted(set(params.mixing_weights))
     metric = params.best_checkpoint_metric
     if evaluator is None or grid == [1.0]:
@@ -184,10 +187,11 @@ def mix_with_start(
             logger.info("train: mixing: weight %g, %s", mixing.chosen, mixing.why)
         return mixing
     mix = _mixer(model, params, start)
-    means: dict[float, dict[str, float]] = {}
+    means: dict[float, dict[str, float]] = {1.0: dict(kept_scores)} if kept_scores else {}
     for weight in grid:
-        model.load_state_dict(mix(weight))
-        means[weight] = evaluator.means(model)
+        if weight not in means:
+            model.load_state_dict(mix(weight))
+            means[weight] = evaluator.means(model)
         logger.info(
             "train: mixing: weight %g -> validation %s %s",
             weight,

@@ -27,7 +27,14 @@ from pipelines.train.mixing import Mixing
 from pipelines.train.negatives import MinedNegatives
 from pipelines.train.setup import describe_device, loss_curves
 from pipelines.train.tracking import TrainingRun, describe_run, log_metrics, run_record
-from pipelines.train.validation import IR_CURVE, IrMetric, ValidationSet, ir_curve, kept_checkpoint
+from pipelines.train.validation import (
+    IR_CURVE,
+    IR_METRICS,
+    IrMetric,
+    ValidationSet,
+    ir_curve,
+    kept_checkpoint,
+)
 from pipelines.train.warm_start import WarmSplit
 
 if TYPE_CHECKING:
@@ -52,6 +59,15 @@ class Outcome:
             validation_ir, metric, best_step=state.best_global_step if best_by_ir else None
         )
         return cls(train_curve, validation_curve, validation_ir, kept)
+
+    @property
+    def kept_scores(self) -> dict[str, float] | None:
+        """Every validation IR score of the step kept (``None`` when it was not measured)."""
+        if self.kept is None:
+            return None
+        point = next((p for p in self.validation_ir if p["step"] == self.kept["step"]), {})
+        scores = {metric: point[metric] for metric in IR_METRICS if metric in point}
+        return scores if len(scores) == len(IR_METRICS) else None
 
     @property
     def final_loss(self) -> float | None:

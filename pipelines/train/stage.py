@@ -296,7 +296,7 @@ def _train(
     )
     if evaluator is not None and outcome.kept is not None:
         show_kept_scores(trainer.model, evaluator, trainer.state.log_history, outcome.kept["step"])
-    mixing = mix_with_start(trainer.model, params, evaluator, base.start)
+    mixing = mix_with_start(trainer.model, params, evaluator, base.start, outcome.kept_scores)
     trained_at = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
     fingerprint = save_candidate(
         trainer.model,

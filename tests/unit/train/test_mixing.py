@@ -198,6 +198,39 @@ def test_the_candidate_is_the_mixture_at_the_weight_that_scored_best(
     assert "## Weight-space mixing" in readme and f"mixing weight {chosen:g}" in readme
 
 
+def test_weight_one_takes_the_score_the_trainer_measured_for_the_kept_step(
+    tiny_bert_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[int] = []
+    measure = MetricsRsEvaluator.means
+
+    def counted(self: MetricsRsEvaluator, model: Any) -> dict[str, float]:
+        calls.append(1)
+        return measure(self, model)
+
+    monkeypatch.setattr(MetricsRsEvaluator, "means", counted)
+    paths = make_root(tmp_path)
+    params = toy_params(tiny_bert_dir, epochs=2, mixing_weights=(0.4, 1.0))
+    copies = KeepCheckpoints(tmp_path / "copies")
+    run_train(params, paths, progress=False, callbacks=[copies])
+
+    metrics = io.read_json(paths.metric_file("train"))
+    kept = metrics["kept_checkpoint"]
+    assert metrics["mixing"]["weights"]["1.0"] == kept["score"]
+    # One evaluation per trainer evaluation, one for weight 0.4: none again for 1.0.
+    assert len(calls) == len(metrics["validation_ir"]) + 1
+    # ... and measuring the kept checkpoint again gives the same score.
+    from sentence_transformers import SentenceTransformer
+
+    data = read_training_data(params, paths)
+    task = validation_set(
+        data.validation, data.train, max_corpus=params.max_validation_corpus, seed=params.seed
+    )
+    evaluator = MetricsRsEvaluator(task, batch_size=params.batch_size, metric="mrr@10")
+    checkpoint = SentenceTransformer(str(copies.folder / str(kept["step"])), device="cpu")
+    assert measure(evaluator, checkpoint)["mrr@10"] == pytest.approx(kept["score"], abs=1e-9)
+
+
 def test_without_validation_queries_the_largest_weight_is_mixed_in(
     tiny_bert_dir: Path, tmp_path: Path
 ) -> None:
