@@ -187,7 +187,8 @@ def mix_with_start(
             logger.info("train: mixing: weight %g, %s", mixing.chosen, mixing.why)
         return mixing
     mix = _mixer(model, params, start)
-    means: dict[float, dict[str, float]] = {1.0: dict(kept_scores)} if kept_scores else {}
+    kept = {1.0: dict(kept_scores)} if kept_scores and 1.0 in grid else {}
+    means: dict[float, dict[str, float]] = kept
     for weight in grid:
         if weight not in means:
             model.load_state_dict(mix(weight))
