@@ -130,9 +130,7 @@ def load_base_model(
             model = SentenceTransformer(source, device=device, config_kwargs=config)
             _set_pooling(model, pooling, name_or_path)
         else:
-            transformer = Transformer(
-                source, max_seq_length=max_seq_length, config_kwargs=config
-            )
+            transformer = Transformer(source, max_seq_length=max_seq_length, config_kwargs=config)
             pooling_layer = PoolingLayer(
                 transformer.get_embedding_dimension(), pooling_mode=pooling
             )
