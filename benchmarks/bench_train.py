@@ -13,6 +13,10 @@ process (multiprocessing "spawn"), so its memory figures are its own:
 
 * **cpu-demo**: ``params.yaml``'s ``train`` section as the demo trains it (offline-minilm,
   mean pooling, batch 16, max_seq 128, MNRL in Matryoshka) on the CPU, fp32.
+* **cpu-demo-attention-dropout**: the same with the model's own dropout on attention
+  weights (0.1, all-MiniLM-L6-v2's and BERT's) in place of ``train.attention_dropout``'s,
+  side by side: ``ratios`` records cpu-demo's pairs/s over this one's (dropout sends
+  attention down its slow, unfused path).
 * **gpu-specter2**, only where CUDA is present: ``allenai/specter2_base`` when it loads from
   the local Hugging Face cache, else a BERT-base-sized model built from scratch
   (``BertConfig`` defaults: 12 layers, 768 dims, 12 heads, random weights; the bundled
@@ -101,8 +105,9 @@ DEFAULT_OUT = RESULTS_DIR / "train.json"
 QUICK_OUT = RESULTS_DIR / "train-quick.json"
 PAIRS = REPO_ROOT / "data" / "validated" / "pairs.parquet"
 MB = 1e6  # memory figures are in MB = 10^6 bytes
+MODEL_ATTENTION_DROPOUT = 0.1  # all-MiniLM-L6-v2's config (BERT's default)
 
-CPU_STEPS, CPU_STEPS_QUICK = 40, 10  # 40 = the demo's own train.max_steps
+CPU_STEPS, CPU_STEPS_QUICK = 40, 10  # 40: half the demo's own train.max_steps
 GPU_STEPS, GPU_STEPS_QUICK = 30, 10
 WARMUP_STEPS = 3
 
@@ -261,6 +266,10 @@ def run_in_child(job: TrainJob) -> dict[str, Any]:
 # ---------------------------------------------------------------------------- configurations
 
 
+def ratio(numerator: float | None, denominator: float | None) -> float | None:
+    return None if not numerator or not denominator else round(numerator / denominator, 3)
+
+
 def epochs_for(steps: int, batch_size: int, n_train_pairs: int) -> int:
     """Enough epochs that ``steps`` fit: run_train only ever shortens a run to max_steps."""
     steps_per_epoch = n_train_pairs // batch_size
@@ -413,8 +422,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     train = load_params(args.params).train
     split = pd.read_parquet(PAIRS, columns=["split"])["split"]
     n_train_pairs = int((split == "train").sum())
+    cpu = cpu_demo_params(train, args.steps, n_train_pairs)
     configs: dict[str, tuple[TrainParams, int, bool]] = {
-        "cpu_demo": (cpu_demo_params(train, args.steps, n_train_pairs), args.steps, False)
+        "cpu_demo": (cpu, args.steps, False),
+        "cpu_demo_attention_dropout": (
+            dataclasses.replace(cpu, attention_dropout=MODEL_ATTENTION_DROPOUT),
+            args.steps,
+            False,
+        ),
     }
     skipped: dict[str, str] = {}
     cuda_ok, cuda_note = cuda_state()
@@ -453,6 +468,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "git": git_state(),
         "data": {"pairs": str(PAIRS.relative_to(REPO_ROOT)), "n_train_pairs": n_train_pairs},
         "runs": runs,
+        "ratios": {
+            "pairs_per_s cpu_demo / cpu_demo_attention_dropout": ratio(
+                runs["cpu_demo"]["pairs_per_s"], runs["cpu_demo_attention_dropout"]["pairs_per_s"]
+            )
+        },
         "notes": {
             "units": "seconds; MB = 1e6 bytes",
             "pairs_per_s": "batch_size x timed steps / their summed wall time; the first "
