@@ -66,7 +66,9 @@ class Outcome:
         if self.kept is None:
             return None
         point = next((p for p in self.validation_ir if p["step"] == self.kept["step"]), {})
-        scores = {metric: point[metric] for metric in IR_METRICS if metric in point}
+        scores: dict[str, float] = {
+            metric: point[metric] for metric in IR_METRICS if metric in point
+        }
         return scores if len(scores) == len(IR_METRICS) else None
 
     @property

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -179,11 +180,11 @@ def test_data_hash_depends_on_content_names_and_order_not_folder(tmp_path: Path)
         data_hash()
 
 
-def _dropouts(model: object, part: str) -> set[float]:
+def _dropouts(model: Any, part: str) -> set[float]:
     """The dropout rates of the modules whose path ends in ``part``."""
     return {
         module.p
-        for name, module in model[0].auto_model.named_modules()  # type: ignore[index]
+        for name, module in model[0].auto_model.named_modules()
         if name.endswith(part) and isinstance(module, torch.nn.Dropout)
     }
 
