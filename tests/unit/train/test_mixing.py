@@ -154,16 +154,32 @@ def test_a_grid_of_one_alone_loads_no_base_model(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- a run
 
 
+def train_keeping_checkpoints(
+    model_dir: Path, tmp_path: Path, weights: tuple[float, ...]
+) -> tuple[Any, Any, KeepCheckpoints, dict[str, Any]]:
+    """A two-epoch run mixing at ``weights``, a copy of every checkpoint kept: its paths,
+    params, the copies and its ``train.json``."""
+    paths = make_root(tmp_path)
+    params = toy_params(model_dir, epochs=2, mixing_weights=weights)
+    copies = KeepCheckpoints(tmp_path / "copies")
+    run_train(params, paths, progress=False, callbacks=[copies])
+    return paths, params, copies, io.read_json(paths.metric_file("train"))
+
+
+def validation_evaluator(params: Any, paths: Any) -> MetricsRsEvaluator:
+    """The validation task the run scored its checkpoints and mixtures on."""
+    data = read_training_data(params, paths)
+    task = validation_set(
+        data.validation, data.train, max_corpus=params.max_validation_corpus, seed=params.seed
+    )
+    return MetricsRsEvaluator(task, batch_size=params.batch_size, metric="mrr@10")
+
+
 def test_the_candidate_is_the_mixture_at_the_weight_that_scored_best(
     tiny_bert_dir: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO, logger="pipelines")
-    paths = make_root(tmp_path)
-    params = toy_params(tiny_bert_dir, epochs=2, mixing_weights=(0.8, 0.4))
-    copies = KeepCheckpoints(tmp_path / "copies")
-    run_train(params, paths, progress=False, callbacks=[copies])
-
-    metrics = io.read_json(paths.metric_file("train"))
+    paths, params, copies, metrics = train_keeping_checkpoints(tiny_bert_dir, tmp_path, (0.8, 0.4))
     mixing = metrics["mixing"]
     scores = {float(weight): score for weight, score in mixing["weights"].items()}
     assert list(scores) == [0.4, 0.8] and all(isinstance(s, float) for s in scores.values())
@@ -185,12 +201,8 @@ def test_the_candidate_is_the_mixture_at_the_weight_that_scored_best(
     tuned = kept.state_dict()
     assert any(not torch.equal(published[key], tuned[key]) for key in tuned)  # mixed, not kept
     # The score recorded for the chosen weight is the published model's.
-    data = read_training_data(params, paths)
-    task = validation_set(
-        data.validation, data.train, max_corpus=params.max_validation_corpus, seed=params.seed
-    )
-    evaluator = MetricsRsEvaluator(task, batch_size=params.batch_size, metric="mrr@10")
-    assert evaluator.means(candidate)["mrr@10"] == pytest.approx(scores[chosen], abs=1e-9)
+    published_score = validation_evaluator(params, paths).means(candidate)["mrr@10"]
+    assert published_score == pytest.approx(scores[chosen], abs=1e-9)
 
     recorded = read_candidate_metadata(paths.candidate)
     assert recorded is not None and recorded.mixing_weight == chosen
@@ -209,12 +221,7 @@ def test_weight_one_takes_the_score_the_trainer_measured_for_the_kept_step(
         return measure(self, model)
 
     monkeypatch.setattr(MetricsRsEvaluator, "means", counted)
-    paths = make_root(tmp_path)
-    params = toy_params(tiny_bert_dir, epochs=2, mixing_weights=(0.4, 1.0))
-    copies = KeepCheckpoints(tmp_path / "copies")
-    run_train(params, paths, progress=False, callbacks=[copies])
-
-    metrics = io.read_json(paths.metric_file("train"))
+    paths, params, copies, metrics = train_keeping_checkpoints(tiny_bert_dir, tmp_path, (0.4, 1.0))
     kept = metrics["kept_checkpoint"]
     assert metrics["mixing"]["weights"]["1.0"] == kept["score"]
     # One evaluation per trainer evaluation, one for weight 0.4: none again for 1.0.
@@ -222,13 +229,9 @@ def test_weight_one_takes_the_score_the_trainer_measured_for_the_kept_step(
     # ... and measuring the kept checkpoint again gives the same score.
     from sentence_transformers import SentenceTransformer
 
-    data = read_training_data(params, paths)
-    task = validation_set(
-        data.validation, data.train, max_corpus=params.max_validation_corpus, seed=params.seed
-    )
-    evaluator = MetricsRsEvaluator(task, batch_size=params.batch_size, metric="mrr@10")
     checkpoint = SentenceTransformer(str(copies.folder / str(kept["step"])), device="cpu")
-    assert measure(evaluator, checkpoint)["mrr@10"] == pytest.approx(kept["score"], abs=1e-9)
+    again = measure(validation_evaluator(params, paths), checkpoint)["mrr@10"]
+    assert again == pytest.approx(kept["score"], abs=1e-9)
 
 
 def test_without_validation_queries_the_largest_weight_is_mixed_in(
