@@ -107,8 +107,8 @@ def load_base_model(
     sentence-transformers model) or ``"offline-minilm"``. Texts are cut at
     ``max_seq_length`` tokens. ``attention_dropout``, when given, replaces the dropout on
     the attention weights the model's config asks for (training only: inference has none).
-    Raises :class:`ModelLoadError` naming the model, where it
-    was looked for (the folder, or the Hugging Face cache) and how to make it available.
+    Raises :class:`ModelLoadError` naming the model, where it was looked for (the folder,
+    or the Hugging Face cache) and how to make it available.
     """
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Pooling as PoolingLayer

@@ -7,10 +7,10 @@ and loses less elsewhere. ``a`` is one of ``train.mixing_weights``: the one whos
 scores best on the validation task by ``train.best_checkpoint_metric`` (the score the
 checkpoint was kept by), the smaller on a tie (closer to the base). Weight 1.0 is the kept
 checkpoint itself: its score is the one the trainer measured at that step (the same
-evaluator on the same weights), not measured again. Without validation queries nothing can choose:
-the largest weight is used and the record says so. ``[1.0]`` is no mixing: the base model
-is not loaded again. A warm start (:mod:`pipelines.train.warm_start`) mixes with the
-champion it started from: ``base`` here is whatever the run started from.
+evaluator on the same weights), not measured again. Without validation queries nothing
+can choose: the largest weight is used and the record says so. ``[1.0]`` is no mixing: the
+base model is not loaded again. A warm start (:mod:`pipelines.train.warm_start`) mixes
+with the champion it started from: ``base`` here is whatever the run started from.
 
 The mixture is what :mod:`pipelines.train.stage` publishes as the candidate, so evaluate and
 promote see an ordinary model; the choice is recorded in ``metrics/train.json``
@@ -187,8 +187,9 @@ def mix_with_start(
             logger.info("train: mixing: weight %g, %s", mixing.chosen, mixing.why)
         return mixing
     mix = _mixer(model, params, start)
-    kept = {1.0: dict(kept_scores)} if kept_scores and 1.0 in grid else {}
-    means: dict[float, dict[str, float]] = kept
+    means: dict[float, dict[str, float]] = {}
+    if kept_scores and 1.0 in grid:  # the kept checkpoint itself, scored by the trainer
+        means[1.0] = dict(kept_scores)
     for weight in grid:
         if weight not in means:
             model.load_state_dict(mix(weight))
