@@ -326,20 +326,23 @@ def print_summary(result: dict[str, Any]) -> None:
         f"{machine['memory_gb']:.0f} GB; torch threads {result['torch_threads']}; "
         f"load average at start {load['start']}, at end {load['end']}"
     )
+    width = max(len(name) for name in ["run", *result["runs"]]) + 2
     print(
-        f"  {'run':<14}{'device':<34}{'pairs/s':>9}{'step s':>8}{'steps':>7}"
+        f"  {'run':<{width}}{'device':<34}{'pairs/s':>9}{'step s':>8}{'steps':>7}"
         f"{'wall s':>8}{'peak RSS MB':>13}"
     )
     for name, run in result["runs"].items():
         if "skipped" in run:
-            print(f"  {name:<14}skipped: {run['skipped']}")
+            print(f"  {name:<{width}}skipped: {run['skipped']}")
             continue
         print(
-            f"  {name:<14}{run['device'][:33]:<34}{fmt(run['pairs_per_s'], '.1f'):>9}"
+            f"  {name:<{width}}{run['device'][:33]:<34}{fmt(run['pairs_per_s'], '.1f'):>9}"
             f"{fmt(run['step_s_median'], '.3f'):>8}{run['steps']:>7}{run['wall_s']:>8.1f}"
             f"{run['peak_rss_mb']:>13.0f}"
         )
-        print(f"  {'':<14}model: {run['model']}")
+        print(f"  {'':<{width}}model: {run['model']}")
+    for what, value in result["ratios"].items():
+        print(f"  ratio {what}: {fmt(value, '.3f')}")
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
