@@ -313,7 +313,12 @@ class TrainParams(_Section):
     save_total_limit: Int = FROM_PARAMS_YAML
     eval_steps: Count = FROM_PARAMS_YAML
     best_checkpoint_metric: Literal["mrr@10", "ndcg@10"] = FROM_PARAMS_YAML
+    # Evaluations in a row without a better validation score before training stops; 0: never.
+    early_stopping_patience: Annotated[Int, Range(0)] = FROM_PARAMS_YAML
     max_validation_corpus: Count = FROM_PARAMS_YAML
+    # Also ask the validation anchors over plain windows of the papers (the transfer sets'
+    # format): the checkpoint and mixing weight are chosen on both (train/validation.py).
+    validation_windows: Bool = FROM_PARAMS_YAML
     mined_negatives: Bool = FROM_PARAMS_YAML
     # A candidate scoring within this share of the positive's score may be a false negative.
     mined_negative_margin: Annotated[Float, Range(0, 1, high_open=True)] = FROM_PARAMS_YAML

@@ -40,14 +40,9 @@ import pandas as pd
 from pipelines.common import io
 from pipelines.common.paths import Paths
 from pipelines.common.tables import PASSAGE_SETS, QUERY_SETS, TABLES, TRANSFER_SETS
+from pipelines.common.windows import WINDOW_CHARS, plain_windows
 from pipelines.evaluate.foreign import FOREIGN_PREFIX, ForeignCorpus, read_foreign_corpus
-from pipelines.evaluate.transfer import (
-    TRANSFER_CORPUS,
-    WINDOW_CHARS,
-    WINDOW_SETS,
-    plain_windows,
-    transfer_queries,
-)
+from pipelines.evaluate.transfer import TRANSFER_CORPUS, WINDOW_SETS, transfer_queries
 from pipelines.mathtext.headings import search_texts
 from pipelines.mathtext.masking import mask_name, names_in
 from pipelines.mathtext.statements import statements_by_passage

@@ -2,7 +2,7 @@
 passages, so a night that only learns its own sets' shape shows it.
 
 The corpus is each paper's cleaned text cut into plain fixed windows
-(:data:`WINDOW_CHARS`, cut at a space): no statement headers, no block boundaries. Two of
+(:mod:`pipelines.common.windows`, cut at a space): no statement headers, no block boundaries. Two of
 the transfer sets (:data:`pipelines.common.tables.TRANSFER_SETS`) are searched in it:
 
 ``transfer_papers``
@@ -28,36 +28,23 @@ import math
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
 from pipelines.common.tables import TRANSFER_SETS
+from pipelines.common.windows import Windows
 from pipelines.mathtext.sentences import split_sentences
 
 TRANSFER_PAPERS, TRANSFER_NAMED, TRANSFER_CORPUS = TRANSFER_SETS
 #: The transfer sets that search the plain windows (``transfer_corpus`` searches the
 #: passages and the foreign corpus's: :mod:`pipelines.evaluate.foreign`).
 WINDOW_SETS = (TRANSFER_PAPERS, TRANSFER_NAMED)
-#: Characters per window: the independent check's 1,500 (issue 27), near prepare's
-#: passage length, so only the format differs.
-WINDOW_CHARS = 1500
 #: Abstract sentences asked per paper, its first ones.
 ABSTRACT_SENTENCES = 2
 _MATH = re.compile(r"\$\$.*?\$\$|\$.*?\$|\\\(.*?\\\)|\\\[.*?\\\]", re.DOTALL)
 _WORD = re.compile(r"[^\W\d_]{2,}")
-
-
-@dataclass(frozen=True)
-class Windows:
-    """Every paper's text as plain windows: ``ids[i]`` (``<paper>#w0003``), ``texts[i]``,
-    ``papers[i]``; ``of_chunk`` maps a passage id to the windows its text falls in."""
-
-    ids: list[str]
-    texts: list[str]
-    papers: list[str]
-    of_chunk: dict[str, list[int]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -71,54 +58,6 @@ class TransferQueries:
     qrels: list[dict[int, int]]
     excluded: list[frozenset[int]]
     skipped: dict[str, int]
-
-
-def _cut(text: str, size: int) -> list[tuple[int, int]]:
-    """``(start, end)`` of consecutive windows of at most ``size`` characters, each ending
-    at the last space of its second half (a word is cut only when it has none)."""
-    spans = []
-    start = 0
-    while start < len(text):
-        end = min(start + size, len(text))
-        if end < len(text):
-            space = text.rfind(" ", start + size // 2, end)
-            end = space if space > start else end
-        spans.append((start, end))
-        start = end
-    return spans
-
-
-def plain_windows(chunks: pd.DataFrame, size: int = WINDOW_CHARS) -> Windows:
-    """Each paper's passages joined in order (``chunk_index``, else the table's) and cut
-    into windows of ``size`` characters."""
-    ids: list[str] = []
-    texts: list[str] = []
-    papers: list[str] = []
-    of_chunk: dict[str, list[int]] = {}
-    order = ["paper_id", "chunk_index"] if "chunk_index" in chunks else ["paper_id"]
-    ordered = chunks.sort_values(order, kind="stable")
-    for paper_id, passages in ordered.groupby("paper_id", sort=True):
-        offsets: list[tuple[str, int, int]] = []
-        parts: list[str] = []
-        position = 0
-        for chunk_id, text in zip(passages["chunk_id"], passages["text"], strict=True):
-            offsets.append((str(chunk_id), position, position + len(text)))
-            parts.append(str(text))
-            position += len(text) + 1
-        joined = " ".join(parts)
-        spans = _cut(joined, size)
-        first = len(ids)
-        for number, (start, end) in enumerate(spans):
-            ids.append(f"{paper_id}#w{number:04d}")
-            texts.append(joined[start:end].strip())
-            papers.append(str(paper_id))
-        for chunk_id, start, end in offsets:
-            of_chunk[chunk_id] = [
-                first + number
-                for number, (w_start, w_end) in enumerate(spans)
-                if w_start < end and start < w_end
-            ]
-    return Windows(ids, texts, papers, of_chunk)
 
 
 def words_outside_maths(text: str) -> int:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from pipelines.registry.reporting import format_score, metric_label
 from pipelines.retrieval.models import OFFLINE_MINILM
-from pipelines.train.validation import EVALUATOR_NAME
+from pipelines.train.validation import EVALUATOR_NAME, PASSAGES, WINDOWS, ValidationSet
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -98,9 +98,10 @@ def describe_model(model: SentenceTransformer, card: CardData) -> None:
     data.add_tags(["mathembed", "mathematics", "matryoshka"])
 
 
-def kept_checkpoint_note(kept: Mapping[str, Any] | None, *, n_queries: int, n_corpus: int) -> str:
+def kept_checkpoint_note(kept: Mapping[str, Any] | None, tasks: Mapping[str, ValidationSet]) -> str:
     """The card's "Checkpoint kept" section for ``kept`` (:func:`~pipelines.train.validation.
-    kept_checkpoint`): the step, why it, and its score beside the last step's."""
+    kept_checkpoint`): the step, why it, its score beside the last step's, and the task in
+    each format it was scored on (``tasks``)."""
     if kept is None:
         reason = "no validation queries, so the last step was kept"
         return f"\n## Checkpoint kept\n\nThe model after the last training step: {reason}.\n"
@@ -113,12 +114,23 @@ def kept_checkpoint_note(kept: Mapping[str, Any] | None, *, n_queries: int, n_co
             f"it scored best of {kept['evaluations']} evaluations; the last step, "
             f"{kept['last_step']}, scored {format_score(last)}"
         )
+    passages = tasks[PASSAGES]
+    asked = (
+        f"{len(passages.queries)} queries (pair anchors of the validation split, never trained "
+        f"on) over {len(passages.corpus)} passages (their positives plus training passages as "
+        "distractors)"
+    )
+    windows = tasks.get(WINDOWS)
+    if windows is not None:
+        asked += (
+            f", and {len(windows.queries)} of them over {len(windows.corpus)} plain windows of "
+            "the papers' text (those holding a positive plus others as distractors), the "
+            "score the mean over both"
+        )
     return (
         "\n## Checkpoint kept\n\n"
         f"Step {kept['step']}, by validation {metric} {format_score(score)}: {why}. Validation: "
-        f"{n_queries} queries (pair anchors of the validation split, never trained on) over "
-        f"{n_corpus} passages (their positives plus training passages as distractors), "
-        "cosine similarity at the full dimension.\n"
+        f"{asked}; cosine similarity at the full dimension.\n"
     )
 
 

@@ -19,6 +19,7 @@ from pipelines.common import io
 from pipelines.common.config import TrainParams
 from pipelines.common.paths import Paths
 from pipelines.common.tables import TABLES
+from pipelines.common.windows import plain_windows
 from pipelines.retrieval.models import ModelLoadError, data_hash
 from pipelines.train.distributed import World, join, main_first, share
 from pipelines.train.negatives import MinedNegatives, mine_training_negatives
@@ -31,6 +32,13 @@ from pipelines.train.setup import (
     resolve_device,
     resolve_matryoshka_dims,
     split_pairs,
+)
+from pipelines.train.validation import (
+    PASSAGES,
+    WINDOWS,
+    ValidationSet,
+    validation_set,
+    window_validation_set,
 )
 from pipelines.train.warm_start import Start, WarmSplit, positive_papers, warm_split
 
@@ -74,6 +82,39 @@ def read_training_data(params: TrainParams, paths: Paths) -> TrainingData:
     validation_pairs = capped_sample(validation_pairs, params.max_validation_pairs, params.seed)
     check_fills_batch(train_pairs, params, f"the training split of {pairs_path}")
     return TrainingData(pairs_path, pairs, train_pairs, validation_pairs, data_hash(pairs_path))
+
+
+def validation_tasks(
+    data: TrainingData, params: TrainParams, paths: Paths
+) -> dict[str, ValidationSet]:
+    """The validation anchors' IR task among passages (distractors from the training
+    passages) and, with ``train.validation_windows`` and validation pairs, among the plain
+    windows of the validated passages' papers; a :class:`TrainError` naming the fix when
+    those are missing."""
+    tasks = {
+        PASSAGES: validation_set(
+            data.validation, data.train, max_corpus=params.max_validation_corpus, seed=params.seed
+        )
+    }
+    if not params.validation_windows or data.validation.empty:
+        return tasks
+    chunks_path = TABLES["chunks"].validated_path(paths)
+    if not chunks_path.is_file():
+        raise TrainError(
+            f"{chunks_path} not found; train.validation_windows asks the validation queries "
+            "over the papers' text, which the validate stage writes: run dvc repro validate, "
+            "or set train.validation_windows: false"
+        )
+    chunks = pd.read_parquet(chunks_path, columns=["chunk_id", "paper_id", "chunk_index", "text"])
+    passage_of = dict(zip(data.pairs["positive"], data.pairs["positive_id"], strict=True))
+    tasks[WINDOWS] = window_validation_set(
+        data.validation,
+        passage_of,
+        plain_windows(chunks),
+        max_corpus=params.max_validation_corpus,
+        seed=params.seed,
+    )
+    return tasks
 
 
 def check_fills_batch(train_pairs: pd.DataFrame, params: TrainParams, what: str) -> None:

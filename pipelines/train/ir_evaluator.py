@@ -21,6 +21,7 @@ from pipelines.train.validation import (
     SCORE_FUNCTION,
     IrMetric,
     ValidationSet,
+    format_key,
 )
 
 if TYPE_CHECKING:
@@ -54,21 +55,20 @@ def ir_means(
 class MetricsRsEvaluator(BaseEvaluator):
     """The validation task's IR scores for the trainer, by :func:`ir_means`: logged as
     ``eval_validation_cosine_mrr@10`` (:func:`trainer_key`), the primary score
-    ``train.best_checkpoint_metric``'s."""
+    ``train.best_checkpoint_metric``'s. ``tasks``: the task in each format asked
+    (:data:`~pipelines.train.validation.VALIDATION_FORMATS`); the scores are the mean over
+    every query of every format, and with more than one format each format's own beside
+    them (``validation_cosine_windows_mrr@10``)."""
 
-    def __init__(self, task: ValidationSet, *, batch_size: int, metric: IrMetric) -> None:
+    def __init__(
+        self, tasks: Mapping[str, ValidationSet], *, batch_size: int, metric: IrMetric
+    ) -> None:
         super().__init__()
         self.name = EVALUATOR_NAME
         self.batch_size = batch_size
         self.primary_metric = f"{SCORE_FUNCTION}_{metric}"
-        self.query_ids = list(task.queries)
-        self.corpus_ids = list(task.corpus)
-        self.task = task
-        row = {doc_id: index for index, doc_id in enumerate(self.corpus_ids)}
-        self.qrels = [
-            {row[doc_id]: 1 for doc_id in task.relevant.get(query_id, ())}
-            for query_id in self.query_ids
-        ]
+        self.tasks = {name: task for name, task in tasks.items() if task.queries}
+        self.qrels = {name: _qrels(task) for name, task in self.tasks.items()}
 
     def __call__(
         self,
@@ -82,8 +82,9 @@ class MetricsRsEvaluator(BaseEvaluator):
         return metrics
 
     def means(self, model: SentenceTransformer) -> dict[str, float]:
-        """``model``'s :func:`ir_means` on the task (``{"mrr@10": ..}``), recorded nowhere:
-        a call of the evaluator also writes them into the model card's training log."""
+        """``model``'s :func:`ir_means` on the tasks (``{"mrr@10": ..}``, and per format
+        when there are several), recorded nowhere: a call of the evaluator also writes them
+        into the model card's training log."""
 
         def embed(texts: list[str]) -> npt.NDArray[np.float32]:
             vectors = model.encode(
@@ -95,14 +96,38 @@ class MetricsRsEvaluator(BaseEvaluator):
             )
             return np.ascontiguousarray(vectors, dtype=np.float32)
 
-        return ir_means(
-            embed([self.task.queries[query_id] for query_id in self.query_ids]),
-            embed([self.task.corpus[doc_id] for doc_id in self.corpus_ids]),
-            self.qrels,
-        )
+        by_format = {
+            name: ir_means(
+                embed(list(task.queries.values())),
+                embed(list(task.corpus.values())),
+                self.qrels[name],
+            )
+            for name, task in self.tasks.items()
+        }
+        counts = {name: len(task.queries) for name, task in self.tasks.items()}
+        pooled: dict[str, float] = {
+            metric: sum(by_format[name][metric] * counts[name] for name in by_format)
+            / sum(counts.values())
+            for metric in IR_METRICS
+        }
+        if len(by_format) == 1:
+            return pooled
+        return pooled | {
+            format_key(name, metric): means[metric]
+            for name, means in by_format.items()
+            for metric in IR_METRICS
+        }
 
     def named(self, means: Mapping[str, float]) -> dict[str, float]:
         """:meth:`means` under the names the evaluator reports (``validation_cosine_mrr@10``)."""
         return self.prefix_name_to_metrics(
             {f"{SCORE_FUNCTION}_{metric}": value for metric, value in means.items()}, self.name
         )
+
+
+def _qrels(task: ValidationSet) -> list[dict[int, int]]:
+    """Each query's relevant corpus rows (grade 1), in the task's query order."""
+    row = {doc_id: index for index, doc_id in enumerate(task.corpus)}
+    return [
+        {row[doc_id]: 1 for doc_id in task.relevant.get(query_id, ())} for query_id in task.queries
+    ]

@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pipelines.common.config import TrainParams
 from pipelines.registry.reporting import format_score, metric_label
 from pipelines.train.card import show_scores
-from pipelines.train.validation import IrMetric
+from pipelines.train.validation import IR_METRICS, IrMetric
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -47,12 +47,14 @@ TIE = 1e-9
 @dataclass(frozen=True)
 class Mixing:
     """How the candidate's weights were mixed: each weight of the grid with its validation
-    score (``None``: not scored), the weight chosen and why."""
+    score (``None``: not scored), the weight chosen and why; ``by_format``: each scored
+    weight's score in each validation format, when more than one was asked."""
 
     scores: dict[float, float | None]
     chosen: float
     metric: IrMetric
     why: str
+    by_format: dict[float, dict[str, float]] = field(default_factory=dict)
 
     @property
     def is_plain(self) -> bool:
@@ -90,6 +92,11 @@ class Mixing:
             "chosen": self.chosen,
             "metric": self.metric,
             "why": self.why,
+            **(
+                {"by_format": {str(weight): s for weight, s in self.by_format.items()}}
+                if self.by_format
+                else {}
+            ),
         }
 
 
@@ -137,16 +144,23 @@ def choose_weight(scores: Mapping[float, float]) -> float:
     return min(weight for weight, score in scores.items() if score >= best - TIE)
 
 
-def scored_mixing(scores: Mapping[float, float], metric: IrMetric) -> Mixing:
-    """The record of a choice by validation score."""
+def scored_mixing(means: Mapping[float, Mapping[str, float]], metric: IrMetric) -> Mixing:
+    """The record of a choice by validation score: ``means`` holds each weight's validation
+    scores (:meth:`MetricsRsEvaluator.means`), the mean over the formats and each format's."""
+    scores = {weight: scored[metric] for weight, scored in sorted(means.items())}
+    by_format = {
+        weight: {name: value for name, value in scored.items() if name not in IR_METRICS}
+        for weight, scored in sorted(means.items())
+    }
     return Mixing(
-        scores=dict(sorted(scores.items())),
+        scores=dict(scores),
         chosen=choose_weight(scores),
         metric=metric,
         why=(
             f"the best validation {metric} of the {len(scores)} weights in "
             "train.mixing_weights (on a tie, the smaller)"
         ),
+        by_format={weight: scored for weight, scored in by_format.items() if scored},
     )
 
 
@@ -195,12 +209,11 @@ def mix_with_start(
             model.load_state_dict(mix(weight))
             means[weight] = evaluator.means(model)
         logger.info(
-            "train: mixing: weight %g -> validation %s %s",
+            "train: mixing: weight %g -> validation %s",
             weight,
-            metric,
-            format_score(means[weight][metric]),
+            ", ".join(f"{name} {format_score(score)}" for name, score in means[weight].items()),
         )
-    mixing = scored_mixing({weight: scores[metric] for weight, scores in means.items()}, metric)
+    mixing = scored_mixing(means, metric)
     model.load_state_dict(mix(mixing.chosen))
     show_scores(model, evaluator, evaluator.named(means[mixing.chosen]))
     logger.info("train: mixing: kept weight %g, %s", mixing.chosen, mixing.why)

@@ -62,14 +62,15 @@ class Outcome:
 
     @property
     def kept_scores(self) -> dict[str, float] | None:
-        """Every validation IR score of the step kept (``None`` when it was not measured)."""
+        """Every validation IR score of the step kept, the mean and each format's (``None``
+        when it was not measured)."""
         if self.kept is None:
             return None
         point = next((p for p in self.validation_ir if p["step"] == self.kept["step"]), {})
         scores: dict[str, float] = {
-            metric: point[metric] for metric in IR_METRICS if metric in point
+            name: score for name, score in point.items() if name not in ("step", "epoch")
         }
-        return scores if len(scores) == len(IR_METRICS) else None
+        return scores if all(metric in scores for metric in IR_METRICS) else None
 
     @property
     def final_loss(self) -> float | None:
@@ -187,11 +188,12 @@ def train_metrics(
     processes: int,
     eval_batch_size: int,
     state: TrainerState,
+    planned_steps: int,
     resume_from: Path | None,
     throughput: Throughput,
     started: float,
     outcome: Outcome,
-    task: ValidationSet,
+    tasks: Mapping[str, ValidationSet],
     mining: MinedNegatives | None,
     mixing: Mixing,
     warm: WarmSplit | None,
@@ -212,6 +214,10 @@ def train_metrics(
         "validation_batch_size": eval_batch_size,
         "n_pairs": {"train": len(data.train), "validation": len(data.validation)},
         "steps": int(state.global_step),
+        # The steps planned (train.epochs, cut by max_steps) and whether the validation score
+        # stopped the run before them (train.early_stopping_patience).
+        "planned_steps": planned_steps,
+        "stopped_early": int(state.global_step) < planned_steps,
         "epochs": float(state.epoch or 0.0),
         "steps_this_run": throughput.steps,
         "resumed_from_step": checkpoint_step(resume_from) if resume_from else None,
@@ -236,10 +242,14 @@ def train_metrics(
                 else {}
             ),
         },
+        # The validation task in each format asked (passages; windows with validation_windows).
         "validation_set": {
-            "queries": len(task.queries),
-            "corpus": len(task.corpus),
-            "distractors": task.n_distractors,
+            name: {
+                "queries": len(task.queries),
+                "corpus": len(task.corpus),
+                "distractors": task.n_distractors,
+            }
+            for name, task in tasks.items()
         },
         "mined_negatives": mining.summary() if mining else None,
         "trained_at": trained_at,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,6 +21,9 @@ if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer, SentenceTransformerTrainingArguments
     from sentence_transformers.sentence_transformer.losses import MatryoshkaLoss
     from torch import nn
+    from transformers import TrainerCallback
+
+logger = logging.getLogger(__name__)
 
 MIN_MATRYOSHKA_DIM = 32
 MATRYOSHKA_EXTRA_DIMS = 3
@@ -157,6 +161,25 @@ def validation_batch_size(batch_size: int, validation: pd.DataFrame, processes: 
     size = min(batch_size, distinct_texts(validation) // 2)
     size -= size % processes
     return size if size >= 2 else 0
+
+
+def early_stopping(params: TrainParams, validated: bool) -> list[TrainerCallback]:
+    """The callback that stops training after ``train.early_stopping_patience`` evaluations
+    in a row without a better validation score (``[]`` at 0); ``validated``: whether there
+    is a validation score to watch (without one, nothing can stop early, and a line says so).
+    The checkpoint kept is the best either way (``load_best_model_at_end``)."""
+    if params.early_stopping_patience == 0:
+        return []
+    if not validated:
+        logger.warning(
+            "train: no validation queries, so train.early_stopping_patience=%d cannot apply: "
+            "training runs its full budget",
+            params.early_stopping_patience,
+        )
+        return []
+    from transformers import EarlyStoppingCallback
+
+    return [EarlyStoppingCallback(early_stopping_patience=params.early_stopping_patience)]
 
 
 def step_budget(params: TrainParams, n_train_pairs: int) -> int:

@@ -37,9 +37,11 @@ A run is data -> model -> loss -> ``SentenceTransformerTrainer`` with one
   the validation loss and IR score are measured and a checkpoint saved in
   ``models/checkpoints/`` (``save_total_limit`` kept, and the best so far besides); the
   candidate is the checkpoint with the best ``train.best_checkpoint_metric``, not the last
-  one. ``models/checkpoints/run.json`` records the data hash and params they belong to; a
-  rerun with the same data and params resumes from the newest complete checkpoint (a
-  killed run loses at most ``eval_steps`` steps), anything else starts fresh and says why.
+  one; with ``train.validation_windows`` the score is the mean over the validation anchors
+  asked among passages and among the papers' plain windows (the transfer sets' format).
+  ``models/checkpoints/run.json`` records the data hash and params they belong to; a rerun
+  with the same data and params resumes from the newest complete checkpoint (a killed run
+  loses at most ``eval_steps`` steps), anything else starts fresh and says why.
   A finished run removes its checkpoints: the candidate supersedes them.
 * **Mixing with the base model**: the candidate's weights are ``(1 - a) x base + a x kept``
   (WiSE-FT), ``a`` the one of ``train.mixing_weights`` whose mixture scores best on the
@@ -78,7 +80,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -111,6 +113,7 @@ from pipelines.train.inputs import (
     TrainingData,
     load_base,
     read_training_data,
+    validation_tasks,
     with_mined_negatives,
     with_warm_split,
 )
@@ -128,13 +131,14 @@ from pipelines.train.setup import (
     build_arguments,
     build_loss,
     check_params,
+    early_stopping,
     run_key,
     step_budget,
     validation_batch_size,
 )
 from pipelines.train.setup import TrainError as TrainError  # the command catches it from here
 from pipelines.train.tracking import TrainingRun, mlflow_callback, training_run_status
-from pipelines.train.validation import ValidationSet, validation_set
+from pipelines.train.validation import ValidationSet
 from pipelines.train.warm_start import (
     Start,
     WarmSplit,
@@ -247,16 +251,14 @@ def _train(
     check_params(params)
     check_batch_split(params.batch_size, world.size)
     data = read_training_data(params, paths)
-    base = load_base(params, world, start)
     # Distractors from the passages the pairs stage wrote: one validation task, mined or not.
-    task = validation_set(
-        data.validation, data.train, max_corpus=params.max_validation_corpus, seed=params.seed
-    )
+    tasks = validation_tasks(data, params, paths)
+    base = load_base(params, world, start)
     data, mining = with_mined_negatives(data, base, params, paths, world)
     data, warm = with_warm_split(data, base.start, params)
     if world.is_main:
         logger.info("train: %s%s", base.start.note, f"; {warm.note}" if warm else "")
-    evaluator = _ir_evaluator(task, params)
+    evaluator = _ir_evaluator(tasks, params)
     resume_from, resume_note = _resume_point(
         params, paths.checkpoints, data.hash, world, start=base.start.fingerprint
     )
@@ -294,6 +296,14 @@ def _train(
     outcome = Outcome.of(
         trainer.state, params.best_checkpoint_metric, best_by_ir=evaluator is not None
     )
+    if trainer.state.global_step < arguments.max_steps:
+        logger.info(
+            "train: stopped early at step %d of %d: %d evaluations in a row without a better "
+            "validation score (train.early_stopping_patience)",
+            trainer.state.global_step,
+            arguments.max_steps,
+            params.early_stopping_patience,
+        )
     if evaluator is not None and outcome.kept is not None:
         show_kept_scores(trainer.model, evaluator, trainer.state.log_history, outcome.kept["step"])
     mixing = mix_with_start(trainer.model, params, evaluator, base.start, outcome.kept_scores)
@@ -310,9 +320,7 @@ def _train(
             base.start.known_papers | set(trained_papers(positive_papers(data.pairs)))
         ),
         tracking=tracking,
-        card_note=kept_checkpoint_note(
-            outcome.kept, n_queries=len(task.queries), n_corpus=len(task.corpus)
-        )
+        card_note=kept_checkpoint_note(outcome.kept, tasks)
         + _start_note(base.start, warm)
         + mixing.card_note(),
     )
@@ -326,11 +334,12 @@ def _train(
         processes=world.size,
         eval_batch_size=eval_batch_size,
         state=trainer.state,
+        planned_steps=arguments.max_steps,
         resume_from=resume_from,
         throughput=throughput,
         started=started,
         outcome=outcome,
-        task=task,
+        tasks=tasks,
         mining=mining,
         mixing=mixing,
         warm=warm,
@@ -351,13 +360,17 @@ def _train(
     )
 
 
-def _ir_evaluator(task: ValidationSet, params: TrainParams) -> MetricsRsEvaluator | None:
+def _ir_evaluator(
+    tasks: Mapping[str, ValidationSet], params: TrainParams
+) -> MetricsRsEvaluator | None:
     """The validation IR evaluator that picks the checkpoint kept; none without queries."""
     from pipelines.train.ir_evaluator import MetricsRsEvaluator  # needs sentence-transformers
 
     return (
-        MetricsRsEvaluator(task, batch_size=params.batch_size, metric=params.best_checkpoint_metric)
-        if task.queries
+        MetricsRsEvaluator(
+            tasks, batch_size=params.batch_size, metric=params.best_checkpoint_metric
+        )
+        if any(task.queries for task in tasks.values())
         else None
     )
 
@@ -427,7 +440,7 @@ def _trainer(
     bars: bool,
 ) -> SentenceTransformerTrainer:
     """The trainer of ``base``: the splits, the loss, the evaluator, the callbacks (``run_log``
-    first); the validation split only when it fills a batch."""
+    first, then early stopping); the validation split only when it fills a batch."""
     trainer = rank_zero_saving_trainer()(
         model=base.model,
         args=arguments,
@@ -435,7 +448,7 @@ def _trainer(
         eval_dataset=_to_dataset(data.validation) if eval_batch_size else None,
         loss=build_loss(base.model, params, base.dims, gather=world.size > 1),
         evaluator=evaluator,
-        callbacks=[observer(run_log), *callbacks],
+        callbacks=[observer(run_log), *early_stopping(params, evaluator is not None), *callbacks],
     )
     bars_on_terminal_only(trainer, bars)
     return trainer

@@ -14,6 +14,14 @@ same metric definitions as the promotion (not sentence-transformers' own); the t
 keeps the checkpoint with the best ``train.best_checkpoint_metric``
 (``load_best_model_at_end``).
 
+With ``train.validation_windows`` the same anchors are asked a second time in another format
+(:func:`window_validation_set`): over the papers' text cut into plain windows
+(:mod:`pipelines.common.windows`), the windows holding a positive relevant, as the transfer
+sets ask the held-out queries. The score the checkpoint and the mixing weight are chosen by
+is then the mean over every query of both formats, so a step that only learned the
+passages' shape is not preferred; each format's own score is logged beside it
+(:func:`format_key`).
+
 The names of the score are here once: what the evaluator returns, what the trainer logs
 (``eval_`` + that), what MLflow shows (:data:`MLFLOW_NAMES`) and what ``metrics/train.json``
 records (:func:`ir_curve`, :func:`kept_checkpoint`).
@@ -27,6 +35,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
+from pipelines.common.windows import Windows
 from pipelines.registry.reporting import mlflow_name
 
 IrMetric = Literal["mrr@10", "ndcg@10"]
@@ -40,6 +49,9 @@ SCORE_FUNCTION = "cosine"
 #: training that had no live run, so both read alike.
 IR_CURVE = "validation_ir"
 MLFLOW_NAMES = {metric: f"train.{IR_CURVE}.{mlflow_name(metric)}" for metric in IR_METRICS}
+#: The formats a validation anchor is asked in: among passages (always) and among plain
+#: windows (``train.validation_windows``).
+PASSAGES, WINDOWS = VALIDATION_FORMATS = ("passages", "windows")
 
 
 @dataclass(frozen=True)
@@ -55,9 +67,14 @@ class ValidationSet:
 # -- pure helpers -------------------------------------------------------------------------
 
 
-def trainer_key(metric: IrMetric) -> str:
+def trainer_key(metric: str) -> str:
     """The key the trainer logs ``metric`` under (``metric_for_best_model``)."""
     return f"eval_{EVALUATOR_NAME}_{SCORE_FUNCTION}_{metric}"
+
+
+def format_key(validation_format: str, metric: IrMetric) -> str:
+    """The name of one format's own score (``windows_mrr@10``), beside the mean over all."""
+    return f"{validation_format}_{metric}"
 
 
 def validation_set(
@@ -98,13 +115,52 @@ def validation_set(
     )
 
 
+def window_validation_set(
+    validation: pd.DataFrame,
+    passage_of: Mapping[str, str],
+    windows: Windows,
+    *,
+    max_corpus: int,
+    seed: int,
+) -> ValidationSet:
+    """The validation anchors asked over plain ``windows``: each anchor's relevant windows
+    are those holding its positives' passages (``passage_of``: positive text -> passage id),
+    the corpus those windows plus others sampled with ``seed`` until ``max_corpus`` (the
+    relevant ones are all kept). An anchor none of whose passages is in a window is not
+    asked."""
+    relevant_rows: dict[str, set[int]] = {}
+    for anchor, positive in zip(validation["anchor"], validation["positive"], strict=True):
+        rows = windows.of_chunk.get(passage_of.get(positive, ""), [])
+        relevant_rows.setdefault(anchor, set()).update(rows)
+    asked = {anchor: rows for anchor, rows in relevant_rows.items() if rows}
+    judged = sorted(set().union(*asked.values())) if asked else []
+    others = pd.Series(sorted(set(range(len(windows.ids))) - set(judged)), dtype="int64")
+    room = max(0, max_corpus - len(judged)) if judged else 0
+    distractors = others.sample(n=min(room, len(others)), random_state=seed).tolist()
+    query_ids = {anchor: f"q{index}" for index, anchor in enumerate(asked)}
+    return ValidationSet(
+        queries={query_id: anchor for anchor, query_id in query_ids.items()},
+        corpus={windows.ids[row]: windows.texts[row] for row in [*judged, *distractors]},
+        relevant={
+            query_ids[anchor]: {windows.ids[row] for row in rows} for anchor, rows in asked.items()
+        },
+        n_distractors=len(distractors),
+    )
+
+
 def ir_scores(logs: Mapping[str, Any]) -> dict[str, float]:
-    """The IR scores in one trainer log entry (``{}`` for other entries)."""
-    return {
-        metric: float(logs[trainer_key(metric)])
-        for metric in IR_METRICS
-        if isinstance(logs.get(trainer_key(metric)), int | float)
+    """The IR scores in one trainer log entry (``{}`` for other entries): the mean over
+    every format (:data:`IR_METRICS`) and, when more than one was asked, each format's."""
+    names = [
+        *IR_METRICS,
+        *(format_key(fmt, metric) for fmt in VALIDATION_FORMATS for metric in IR_METRICS),
+    ]
+    scores = {
+        name: float(logs[trainer_key(name)])
+        for name in names
+        if isinstance(logs.get(trainer_key(name)), int | float)
     }
+    return scores if any(metric in scores for metric in IR_METRICS) else {}
 
 
 def ir_curve(log_history: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -115,6 +115,7 @@ OUT_OF_RANGE: list[tuple[str, str, Any]] = [
     ("train", "replay_ratio", 101.0),
     ("train", "attention_dropout", -0.1),
     ("train", "attention_dropout", 1.0),  # every attention weight dropped
+    ("train", "early_stopping_patience", -1),
     ("train", "mixing_weights", [0.5, 1.5]),
     ("train", "mixing_weights", []),
     ("evaluate", "ks", []),

@@ -27,6 +27,7 @@ import pandas as pd
 import pytest
 from fixtures_models import TINY_WORDS
 from typer.testing import CliRunner
+from validated_pairs import write_validated_pairs
 
 from pipelines import cli
 from pipelines.common import io
@@ -188,7 +189,7 @@ def test_a_refused_checkpoint_write_is_the_one_line_disk_message(
     pairs["kind"] = "name"
     pairs["concept"] = pairs["anchor"]
     pairs["positive_id"] = [f"2401.{i:05d}v1#c0000" for i in range(len(pairs))]
-    io.write_parquet(Paths(tmp_path).validated / "pairs.parquet", pairs)
+    write_validated_pairs(Paths(tmp_path), pairs)
     train = {"base_model": str(tiny_bert_dir), "batch_size": 8, "max_seq_length": 16}
     train |= {"epochs": 1, "device": "cpu"}
     (tmp_path / "params.yaml").write_text(json.dumps({"train": train}), encoding="utf-8")

@@ -26,8 +26,8 @@ import pandas as pd
 import pytest
 from fixtures_models import TINY_WORDS
 from proc_table import rank_pid
+from validated_pairs import write_validated_pairs
 
-from pipelines.common import io
 from pipelines.common.config import PromoteParams
 from pipelines.common.paths import Paths
 from pipelines.train.launcher import LAUNCH_LOG
@@ -59,7 +59,7 @@ def two_rank_project(root: Path, model_dir: Path) -> Path:
     pairs["concept"] = pairs["anchor"]
     pairs["positive_id"] = [f"2401.{i:05d}v1#c0000" for i in range(len(pairs))]
     paths = Paths(root)
-    io.write_parquet(paths.validated / "pairs.parquet", pairs)
+    write_validated_pairs(paths, pairs)
     train = {
         "base_model": str(model_dir),
         "pooling": "mean",

@@ -21,6 +21,7 @@ import yaml
 from fixtures_models import TINY_HIDDEN_SIZE, TINY_WORDS
 from projects import dvc, new_project, run
 from repo import REPO
+from validated_pairs import write_validated_pairs
 
 from pipelines.common import io
 from pipelines.common.config import load_params
@@ -84,7 +85,7 @@ def project(tmp_path_factory: pytest.TempPathFactory, tiny_bert_dir: Path) -> Pa
     pipeline = yaml.safe_load((REPO / "dvc.yaml").read_text(encoding="utf-8"))
     only_train = {"stages": {"train": pipeline["stages"]["train"]}}
     (root / "dvc.yaml").write_text(yaml.safe_dump(only_train, sort_keys=False), encoding="utf-8")
-    io.write_parquet(Paths(root).validated / "pairs.parquet", toy_pairs())
+    write_validated_pairs(Paths(root), toy_pairs())
     run("git", "add", "-A", cwd=root)
     identity = ("-c", "user.name=mathembed tests", "-c", "user.email=tests@mathembed.invalid")
     run("git", *identity, "commit", "-q", "-m", "project", cwd=root)

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from pipelines.common.windows import plain_windows
 from pipelines.evaluate.eval_set import build_eval_set
 from pipelines.evaluate.transfer import (
     TRANSFER_NAMED,
     TRANSFER_PAPERS,
-    plain_windows,
     transfer_queries,
     words_outside_maths,
 )

@@ -4,7 +4,9 @@ last one: the validation set, the step kept, and a run whose score peaks before 
 
 from __future__ import annotations
 
+import logging
 import shutil
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +19,23 @@ from transformers import TrainerCallback
 
 import metrics_rs
 from pipelines.common import io
+from pipelines.common.windows import plain_windows
 from pipelines.retrieval.models import model_fingerprint
 from pipelines.train.card import kept_checkpoint_note
 from pipelines.train.ir_evaluator import ir_means
 from pipelines.train.stage import run_train
-from pipelines.train.validation import ir_curve, kept_checkpoint, trainer_key, validation_set
+from pipelines.train.validation import (
+    PASSAGES,
+    WINDOWS,
+    ValidationSet,
+    format_key,
+    ir_curve,
+    ir_scores,
+    kept_checkpoint,
+    trainer_key,
+    validation_set,
+    window_validation_set,
+)
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -97,13 +111,81 @@ def test_the_step_kept_is_the_trainers_best_and_the_card_says_why() -> None:
     kept = kept_checkpoint(curve, "mrr@10", best_step=5)
     assert kept is not None
     assert (kept["step"], kept["score"], kept["last_step"], kept["last_score"]) == (5, 0.6, 10, 0.4)
-    note = kept_checkpoint_note(kept, n_queries=16, n_corpus=40)
+    passages = sized_task(16, 40)
+    note = kept_checkpoint_note(kept, {PASSAGES: passages})
     assert "Step 5, by validation MRR@10 0.6000" in note
     assert "the last step, 10, scored 0.4000" in note
-    assert "16 queries" in note and "40 passages" in note
+    assert "16 queries" in note and "40 passages" in note and "windows" not in note
+    both = kept_checkpoint_note(kept, {PASSAGES: passages, WINDOWS: sized_task(15, 30)})
+    assert "15 of them over 30 plain windows" in both and "the mean over both" in both
 
     assert kept_checkpoint([], "mrr@10", best_step=None) is None
-    assert "last training step" in kept_checkpoint_note(None, n_queries=0, n_corpus=0)
+    assert "last training step" in kept_checkpoint_note(None, {PASSAGES: sized_task(0, 0)})
+
+
+def sized_task(n_queries: int, n_corpus: int) -> ValidationSet:
+    """A validation task of that many queries and corpus texts (what a card counts)."""
+    return ValidationSet(
+        queries={f"q{i}": f"query {i}" for i in range(n_queries)},
+        corpus={f"d{i}": f"passage {i}" for i in range(n_corpus)},
+        relevant={f"q{i}": {"d0"} for i in range(n_queries)},
+        n_distractors=max(0, n_corpus - n_queries),
+    )
+
+
+def test_the_window_task_asks_the_same_anchors_over_the_windows_holding_their_positives() -> None:
+    # p1: two passages in one window; p2: a passage long enough for two windows; p3: filler.
+    chunks = pd.DataFrame(
+        {
+            "chunk_id": ["p1#c0", "p1#c1", "p2#c0", "p3#c0", "p3#c1"],
+            "paper_id": ["p1", "p1", "p2", "p3", "p3"],
+            "chunk_index": [0, 1, 0, 0, 1],
+            "text": ["a ring is", "a field is", "sheaf " * 30, "group " * 12, "scheme " * 12],
+        }
+    )
+    windows = plain_windows(chunks, size=100)
+    validation = pd.DataFrame(
+        {
+            "anchor": ["ring", "sheaf", "ring", "lost"],
+            "positive": ["a ring is", "sheaf text", "a field is", "nowhere"],
+        }
+    )
+    passage_of = {"a ring is": "p1#c0", "a field is": "p1#c1", "sheaf text": "p2#c0"}
+    task = window_validation_set(validation, passage_of, windows, max_corpus=4, seed=3)
+
+    by_anchor = {text: task.relevant[query_id] for query_id, text in task.queries.items()}
+    # "lost" names no passage: not asked. "ring"'s two positives share p1's one window;
+    # "sheaf"'s passage spans both of p2's.
+    assert by_anchor == {"ring": {"p1#w0000"}, "sheaf": {"p2#w0000", "p2#w0001"}}
+    # The relevant windows, then distractors up to 4: one of p3's two windows.
+    assert set(task.corpus) >= {"p1#w0000", "p2#w0000", "p2#w0001"} and len(task.corpus) == 4
+    assert task.n_distractors == 1 and set(task.corpus) - {"p1#w0000", "p2#w0000", "p2#w0001"} <= {
+        "p3#w0000",
+        "p3#w0001",
+    }
+    assert all(task.corpus[i] == windows.texts[windows.ids.index(i)] for i in task.corpus)
+    assert window_validation_set(validation, passage_of, windows, max_corpus=4, seed=3) == task
+    # Nothing to ask: no corpus either.
+    nothing = window_validation_set(validation.iloc[3:], passage_of, windows, max_corpus=4, seed=3)
+    assert (nothing.queries, nothing.corpus) == ({}, {})
+
+
+def test_each_formats_score_is_read_from_the_log_beside_the_mean() -> None:
+    entry = {
+        trainer_key("mrr@10"): 0.5,
+        trainer_key("ndcg@10"): 0.4,
+        trainer_key(format_key(PASSAGES, "mrr@10")): 0.6,
+        trainer_key(format_key(WINDOWS, "mrr@10")): 0.4,
+        "step": 5,
+        "epoch": 1.0,
+    }
+    assert ir_scores(entry) == {
+        "mrr@10": 0.5,
+        "ndcg@10": 0.4,
+        "passages_mrr@10": 0.6,
+        "windows_mrr@10": 0.4,
+    }
+    assert ir_scores({"loss": 1.0, "step": 1}) == {}
 
 
 # --------------------------------------------------------------------------- a run
@@ -190,6 +272,43 @@ def test_a_score_that_peaks_early_keeps_that_steps_weights_across_a_resume(
     assert f"the last step, {last}, scored {scores[last]:.4f}" in readme
 
 
+def test_a_score_that_stops_improving_stops_the_run_and_keeps_the_best_step(
+    tiny_bert_dir: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="pipelines")
+    paths = make_root(tmp_path)
+    params = toy_params(tiny_bert_dir, epochs=4, early_stopping_patience=1)
+    report = run_train(params, paths, progress=False, callbacks=[ScrambleAfterPeak()])
+    metrics = report.metrics
+    # The peak, then one evaluation no better: stopped there, 2 of 4 epochs in.
+    assert [point["step"] for point in metrics["validation_ir"]] == [PEAK, 2 * PEAK]
+    assert metrics["steps"] == 2 * PEAK and metrics["planned_steps"] == 4 * PEAK
+    assert metrics["stopped_early"] is True
+    assert metrics["kept_checkpoint"]["step"] == PEAK
+    assert f"stopped early at step {2 * PEAK} of {4 * PEAK}" in caplog.text
+
+    # Patience 0: the whole budget.
+    whole = run_train(
+        replace(params, early_stopping_patience=0),
+        make_root(tmp_path / "whole"),
+        progress=False,
+        callbacks=[ScrambleAfterPeak()],
+    )
+    assert whole.metrics["steps"] == 4 * PEAK and whole.metrics["stopped_early"] is False
+
+
+def test_without_validation_pairs_nothing_stops_early_and_a_line_says_so(
+    tiny_bert_dir: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from test_train import toy_pairs
+
+    paths = make_root(tmp_path, toy_pairs().query("split == 'train'"))
+    params = toy_params(tiny_bert_dir, max_steps=3, early_stopping_patience=1)
+    report = run_train(params, paths, progress=False)
+    assert report.metrics["steps"] == 3 and report.metrics["stopped_early"] is False
+    assert "train.early_stopping_patience=1 cannot apply" in caplog.text
+
+
 def test_without_validation_pairs_the_last_step_is_kept(
     tiny_bert_dir: Path, tmp_path: Path
 ) -> None:
@@ -199,6 +318,7 @@ def test_without_validation_pairs_the_last_step_is_kept(
     report = run_train(toy_params(tiny_bert_dir, max_steps=2), paths, progress=False)
     assert report.metrics["kept_checkpoint"] is None
     assert report.metrics["validation_ir"] == []
-    assert report.metrics["validation_set"] == {"queries": 0, "corpus": 0, "distractors": 0}
+    nothing = {"queries": 0, "corpus": 0, "distractors": 0}
+    assert report.metrics["validation_set"] == {PASSAGES: nothing}
     readme = (paths.candidate / "README.md").read_text(encoding="utf-8")
     assert "no validation queries, so the last step was kept" in readme

@@ -16,7 +16,7 @@ from test_train import make_root, toy_pairs, toy_params
 from pipelines.common import io
 from pipelines.registry.candidate_metadata import read_candidate_metadata
 from pipelines.retrieval.models import load_base_model
-from pipelines.train.inputs import read_training_data
+from pipelines.train.inputs import read_training_data, validation_tasks
 from pipelines.train.ir_evaluator import MetricsRsEvaluator
 from pipelines.train.mixing import (
     Mixing,
@@ -27,7 +27,6 @@ from pipelines.train.mixing import (
     unscored_mixing,
 )
 from pipelines.train.stage import run_train
-from pipelines.train.validation import validation_set
 from pipelines.train.warm_start import Start
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -102,6 +101,11 @@ def test_another_architecture_is_an_error_naming_the_key(change: Any, message: s
     assert "differ in architecture" in str(raised.value)
 
 
+def mrr(scores: dict[float, float]) -> dict[float, dict[str, float]]:
+    """Each weight's validation scores, MRR@10 alone."""
+    return {weight: {"mrr@10": score} for weight, score in scores.items()}
+
+
 def test_the_best_score_wins_and_a_tie_goes_to_the_smaller_weight() -> None:
     assert choose_weight({0.5: 0.60, 0.7: 0.65, 1.0: 0.62}) == 0.7
     assert choose_weight({0.5: 0.60, 0.7: 0.61, 1.0: 0.62}) == 1.0
@@ -109,7 +113,7 @@ def test_the_best_score_wins_and_a_tie_goes_to_the_smaller_weight() -> None:
     assert choose_weight({1.0: 0.6 + 1e-12, 0.5: 0.6, 0.7: 0.6 - 1e-12}) == 0.5
     assert choose_weight({0.5: 0.6, 1.0: 0.6 + 1e-6}) == 1.0  # not a tie
 
-    record = scored_mixing({1.0: 0.62, 0.5: 0.60}, "ndcg@10")
+    record = scored_mixing({1.0: {"ndcg@10": 0.62}, 0.5: {"ndcg@10": 0.60}}, "ndcg@10")
     assert record.as_json() == {
         "weights": {"0.5": 0.60, "1.0": 0.62},
         "chosen": 1.0,
@@ -129,11 +133,11 @@ def test_without_scores_the_largest_weight_is_used_and_the_record_says_why() -> 
 
 
 def test_the_card_says_the_weight_chosen_and_each_weights_score() -> None:
-    note = scored_mixing({0.5: 0.6, 0.7: 0.65, 1.0: 0.62}, "mrr@10").card_note()
+    note = scored_mixing(mrr({0.5: 0.6, 0.7: 0.65, 1.0: 0.62}), "mrr@10").card_note()
     assert "## Weight-space mixing" in note
     assert "0.7 x the kept checkpoint's weights + 0.3 x the base model's" in note
     assert "MRR@10 by weight: 0.5: 0.6000, 0.7: 0.6500, 1: 0.6200" in note
-    kept = scored_mixing({0.5: 0.6, 1.0: 0.62}, "mrr@10").card_note()
+    kept = scored_mixing(mrr({0.5: 0.6, 1.0: 0.62}), "mrr@10").card_note()
     assert "The kept checkpoint's weights as they are, mixing weight 1" in kept
     assert "no validation queries" in unscored_mixing([0.5, 0.7], "mrr@10").card_note()
     assert unscored_mixing([1.0], "mrr@10").card_note() == ""
@@ -168,11 +172,8 @@ def train_keeping_checkpoints(
 
 def validation_evaluator(params: Any, paths: Any) -> MetricsRsEvaluator:
     """The validation task the run scored its checkpoints and mixtures on."""
-    data = read_training_data(params, paths)
-    task = validation_set(
-        data.validation, data.train, max_corpus=params.max_validation_corpus, seed=params.seed
-    )
-    return MetricsRsEvaluator(task, batch_size=params.batch_size, metric="mrr@10")
+    tasks = validation_tasks(read_training_data(params, paths), params, paths)
+    return MetricsRsEvaluator(tasks, batch_size=params.batch_size, metric="mrr@10")
 
 
 def test_the_candidate_is_the_mixture_at_the_weight_that_scored_best(

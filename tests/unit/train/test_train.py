@@ -15,6 +15,7 @@ from fixtures_models import TINY_WORDS
 from repo import REPO
 from transformers import TrainerCallback
 from typer.testing import CliRunner
+from validated_pairs import write_validated_pairs
 
 from pipelines import cli
 from pipelines.common import io
@@ -60,8 +61,9 @@ def toy_pairs() -> pd.DataFrame:
 
 
 def make_root(root: Path, pairs: pd.DataFrame | None = None) -> Paths:
+    """A project holding validated ``pairs`` (:func:`toy_pairs`) and the passages they name."""
     paths = Paths(root)
-    io.write_parquet(paths.validated / "pairs.parquet", toy_pairs() if pairs is None else pairs)
+    write_validated_pairs(paths, toy_pairs() if pairs is None else pairs)
     return paths
 
 
@@ -81,6 +83,8 @@ def toy_params(model_dir: Path, **changes: Any) -> TrainParams:
         max_validation_corpus=40,
         # The kept checkpoint as it is: mixing with the base is tested in test_mixing.py.
         mixing_weights=(1.0,),
+        # The whole budget: stopping early is tested in test_best_checkpoint.py.
+        early_stopping_patience=0,
     )
     return replace(params, **changes)
 
@@ -332,6 +336,51 @@ def test_unusable_data_fails_with_the_file_and_the_fix(tiny_bert_dir: Path, tmp_
     paths = make_root(tmp_path / "columns", toy_pairs().drop(columns=["split"]))
     with pytest.raises(TrainError, match=r"lacks column\(s\) \['split'\]"):
         run_train(params, paths, progress=False)
+
+    paths = make_root(tmp_path / "no-passages")
+    (paths.validated / "chunks.parquet").unlink()
+    with pytest.raises(TrainError, match="train.validation_windows") as caught:
+        run_train(params, paths, progress=False)
+    assert "run dvc repro validate" in str(caught.value)
+    assert str(paths.validated / "chunks.parquet") in str(caught.value)
+    report = run_train(
+        replace(params, validation_windows=False, max_steps=1), paths, progress=False
+    )
+    assert list(report.metrics["validation_set"]) == ["passages"]
+
+
+def test_validation_over_windows_is_logged_per_format_and_chosen_on_the_mean(
+    tiny_bert_dir: Path, tmp_path: Path
+) -> None:
+    paths = make_root(tmp_path)
+    report = run_train(toy_params(tiny_bert_dir, epochs=2), paths, progress=False)
+    sizes = report.metrics["validation_set"]
+    assert sizes["passages"]["queries"] == sizes["windows"]["queries"] == N_VALIDATION
+    assert sizes["windows"]["corpus"] == 40  # max_validation_corpus: the relevant + distractors
+    for point in report.metrics["validation_ir"]:
+        for metric in ("mrr@10", "ndcg@10"):
+            mean = (point[f"passages_{metric}"] + point[f"windows_{metric}"]) / 2
+            assert point[metric] == pytest.approx(mean, abs=1e-12)
+    kept = report.metrics["kept_checkpoint"]
+    best = max(report.metrics["validation_ir"], key=lambda point: point["mrr@10"])
+    assert kept["step"] == best["step"] and kept["score"] == best["mrr@10"]
+    card = (paths.candidate / "README.md").read_text(encoding="utf-8")
+    assert f"{N_VALIDATION} of them over 40 plain windows" in card
+
+    passages_only = run_train(
+        toy_params(tiny_bert_dir, epochs=2, validation_windows=False),
+        make_root(tmp_path / "passages"),
+        progress=False,
+    )
+    assert all(
+        set(point) == {"step", "epoch", "mrr@10", "ndcg@10"}
+        for point in passages_only.metrics["validation_ir"]
+    )
+    # The same weights at each step (the evaluator draws no random numbers): the passages'
+    # own score is the one a passages-only run logs.
+    assert [point["passages_mrr@10"] for point in report.metrics["validation_ir"]] == [
+        point["mrr@10"] for point in passages_only.metrics["validation_ir"]
+    ]
 
 
 def test_missing_base_model_fails_before_touching_the_candidate(tmp_path: Path) -> None:
