@@ -1,6 +1,7 @@
 """Training logged live to MLflow: one run in the promotion experiment (``promote.experiment``)
 that shows the loss, learning rate, gradient norm, validation loss and validation IR score
-(``train.validation_ir.mrr_at_10``, ``...ndcg_at_10``) per logging step while the model
+(``train.validation_ir.mrr_at_10``, ``...ndcg_at_10``, and each validation format's,
+``...windows_mrr_at_10``) per logging step while the model
 trains, and that ``mathembed promote`` later logs its decision into.
 
 The run is started before training (:func:`start_training_run`), fed by

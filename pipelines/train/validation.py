@@ -48,10 +48,22 @@ SCORE_FUNCTION = "cosine"
 #: name promotion also gives the ``validation_ir`` curve of train.json when it logs a
 #: training that had no live run, so both read alike.
 IR_CURVE = "validation_ir"
-MLFLOW_NAMES = {metric: f"train.{IR_CURVE}.{mlflow_name(metric)}" for metric in IR_METRICS}
 #: The formats a validation anchor is asked in: among passages (always) and among plain
 #: windows (``train.validation_windows``).
 PASSAGES, WINDOWS = VALIDATION_FORMATS = ("passages", "windows")
+
+
+def format_key(validation_format: str, metric: IrMetric) -> str:
+    """The name of one format's own score (``windows_mrr@10``), beside the mean over all."""
+    return f"{validation_format}_{metric}"
+
+
+#: Every score an evaluation may log: the mean over the formats, then each format's.
+SCORE_NAMES = (
+    *IR_METRICS,
+    *(format_key(fmt, metric) for fmt in VALIDATION_FORMATS for metric in IR_METRICS),
+)
+MLFLOW_NAMES = {name: f"train.{IR_CURVE}.{mlflow_name(name)}" for name in SCORE_NAMES}
 
 
 @dataclass(frozen=True)
@@ -70,11 +82,6 @@ class ValidationSet:
 def trainer_key(metric: str) -> str:
     """The key the trainer logs ``metric`` under (``metric_for_best_model``)."""
     return f"eval_{EVALUATOR_NAME}_{SCORE_FUNCTION}_{metric}"
-
-
-def format_key(validation_format: str, metric: IrMetric) -> str:
-    """The name of one format's own score (``windows_mrr@10``), beside the mean over all."""
-    return f"{validation_format}_{metric}"
 
 
 def validation_set(
@@ -151,13 +158,9 @@ def window_validation_set(
 def ir_scores(logs: Mapping[str, Any]) -> dict[str, float]:
     """The IR scores in one trainer log entry (``{}`` for other entries): the mean over
     every format (:data:`IR_METRICS`) and, when more than one was asked, each format's."""
-    names = [
-        *IR_METRICS,
-        *(format_key(fmt, metric) for fmt in VALIDATION_FORMATS for metric in IR_METRICS),
-    ]
     scores = {
         name: float(logs[trainer_key(name)])
-        for name in names
+        for name in SCORE_NAMES
         if isinstance(logs.get(trainer_key(name)), int | float)
     }
     return scores if any(metric in scores for metric in IR_METRICS) else {}

@@ -115,12 +115,14 @@ def test_trainer_metrics_keeps_what_a_person_reads() -> None:
         "eval_validation_cosine_mrr@10": 0.5,
         "eval_validation_cosine_ndcg@10": 0.6,
         "eval_validation_cosine_recall@10": 0.9,
+        "eval_validation_cosine_windows_mrr@10": 0.45,
     }
     # MLflow refuses "@" in a key.
     assert trainer_metrics(evaluation) == {
         "train.validation_loss": 0.4,
         "train.validation_ir.mrr_at_10": 0.5,
         "train.validation_ir.ndcg_at_10": 0.6,
+        "train.validation_ir.windows_mrr_at_10": 0.45,
     }
 
 
@@ -222,6 +224,11 @@ def test_training_logs_live_to_mlflow_and_names_the_run(
         (point["step"], pytest.approx(point["mrr@10"])) for point in report.metrics["validation_ir"]
     ]
     assert len(mrr) == 2
+    # Each validation format's own score too, under the name promotion gives train.json's.
+    windows = client.get_metric_history(run.info.run_id, "train.validation_ir.windows_mrr_at_10")
+    assert [metric.value for metric in windows] == [
+        pytest.approx(point["windows_mrr@10"]) for point in report.metrics["validation_ir"]
+    ]
     assert run.data.metrics["train.kept_step"] == report.metrics["kept_checkpoint"]["step"]
     assert run.data.metrics["train.mixing_weight"] == report.metrics["mixing"]["chosen"] == 1.0
     assert run.data.metrics["train.pairs_per_second"] > 0
