@@ -96,9 +96,15 @@ class MetricsRsEvaluator(BaseEvaluator):
             )
             return np.ascontiguousarray(vectors, dtype=np.float32)
 
+        # The formats ask the same anchors: each distinct query text is embedded once.
+        texts = list(
+            dict.fromkeys(t for task in self.tasks.values() for t in task.queries.values())
+        )
+        row_of = {text: row for row, text in enumerate(texts)}
+        query_vectors = embed(texts)
         by_format = {
             name: ir_means(
-                embed(list(task.queries.values())),
+                query_vectors[[row_of[text] for text in task.queries.values()]],
                 embed(list(task.corpus.values())),
                 self.qrels[name],
             )
