@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from pipelines.common.config import TrainParams
 from pipelines.registry.reporting import format_score, metric_label
 from pipelines.train.card import show_scores
+from pipelines.train.progress import score_text
 from pipelines.train.validation import IR_METRICS, IrMetric
 
 if TYPE_CHECKING:
@@ -208,11 +209,7 @@ def mix_with_start(
         if weight not in means:
             model.load_state_dict(mix(weight))
             means[weight] = evaluator.means(model)
-        logger.info(
-            "train: mixing: weight %g -> validation %s",
-            weight,
-            ", ".join(f"{name} {format_score(score)}" for name, score in means[weight].items()),
-        )
+        logger.info("train: mixing: weight %g -> validation %s", weight, score_text(means[weight]))
     mixing = scored_mixing(means, metric)
     model.load_state_dict(mix(mixing.chosen))
     show_scores(model, evaluator, evaluator.named(means[mixing.chosen]))

@@ -12,7 +12,13 @@ from typing import Any
 
 from pipelines.registry.reporting import format_score, metric_label
 from pipelines.retrieval.embeddings import format_duration, time_left
-from pipelines.train.validation import ir_scores
+from pipelines.train.validation import (
+    IR_METRICS,
+    VALIDATION_FORMATS,
+    IrMetric,
+    format_key,
+    ir_scores,
+)
 
 
 def _number(logs: Mapping[str, Any], key: str) -> float | None:
@@ -51,14 +57,33 @@ def validation_line(logs: Mapping[str, Any], *, step: int, max_steps: int) -> st
     """The line for an evaluation entry (validation loss, IR scores), ``None`` for others."""
     loss = _number(logs, "eval_loss")
     parts = [f"loss {loss:.4f}"] if loss is not None else []
-    parts += [
-        f"{metric_label(metric)} {format_score(score)}" for metric, score in ir_scores(logs).items()
-    ]
+    scores = score_text(ir_scores(logs))
+    parts += [scores] if scores else []
     if not parts:
         return None
     epoch = _number(logs, "epoch")
     at_epoch = f", epoch {epoch:.2f}" if epoch is not None else ""
     return f"validation {', '.join(parts)} at step {step}/{max_steps}{at_epoch}"
+
+
+def score_text(scores: Mapping[str, float]) -> str:
+    """The validation IR scores as a person reads them: ``MRR@10 0.5389 (passages 0.6346,
+    windows 0.4433), NDCG@10 ...`` (``""`` when none)."""
+    return ", ".join(part for metric in IR_METRICS if (part := _score_part(scores, metric)))
+
+
+def _score_part(scores: Mapping[str, float], metric: IrMetric) -> str:
+    """``MRR@10 0.5389``, with each validation format's own after it when there are several
+    (``MRR@10 0.5389 (passages 0.6346, windows 0.4433)``); ``""`` when not scored."""
+    if metric not in scores:
+        return ""
+    formats = [
+        f"{fmt} {format_score(scores[format_key(fmt, metric)])}"
+        for fmt in VALIDATION_FORMATS
+        if format_key(fmt, metric) in scores
+    ]
+    by_format = f" ({', '.join(formats)})" if formats else ""
+    return f"{metric_label(metric)} {format_score(scores[metric])}{by_format}"
 
 
 def finished_line(steps: int, elapsed: float, final_loss: float | None) -> str:

@@ -187,7 +187,7 @@ def test_the_candidate_is_the_mixture_at_the_weight_that_scored_best(
     chosen = mixing["chosen"]
     assert chosen == choose_weight(scores) and mixing["metric"] == "mrr@10"
     for weight, score in scores.items():
-        assert f"train: mixing: weight {weight:g} -> validation mrr@10 {score:.4f}" in caplog.text
+        assert f"train: mixing: weight {weight:g} -> validation MRR@10 {score:.4f}" in caplog.text
 
     # The candidate is the base and the kept checkpoint mixed at the chosen weight, exactly.
     from sentence_transformers import SentenceTransformer

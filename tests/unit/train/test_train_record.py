@@ -91,6 +91,14 @@ def test_validation_and_final_lines() -> None:
     assert validation_line(scored, step=10, max_steps=10) == (
         "validation loss 0.5000, MRR@10 0.6123 at step 10/10, epoch 2.00"
     )
+    by_format = scored | {
+        "eval_validation_cosine_passages_mrr@10": 0.7,
+        "eval_validation_cosine_windows_mrr@10": 0.52468,
+    }
+    assert validation_line(by_format, step=10, max_steps=10) == (
+        "validation loss 0.5000, MRR@10 0.6123 (passages 0.7000, windows 0.5247) at step 10/10, "
+        "epoch 2.00"
+    )
     ir_only = {"eval_validation_cosine_ndcg@10": 0.5}
     assert (
         validation_line(ir_only, step=3, max_steps=10) == "validation NDCG@10 0.5000 at step 3/10"
