@@ -235,6 +235,22 @@ def test_weight_one_takes_the_score_the_trainer_measured_for_the_kept_step(
     assert again == pytest.approx(kept["score"], abs=1e-9)
 
 
+def test_with_windows_each_weight_is_scored_in_both_formats_and_chosen_on_their_mean(
+    tiny_bert_dir: Path, tmp_path: Path
+) -> None:
+    paths = make_root(tmp_path)
+    params = toy_params(tiny_bert_dir, epochs=2, mixing_weights=(0.5, 1.0), validation_windows=True)
+    mixing = run_train(params, paths, progress=False).metrics["mixing"]
+    assert list(mixing["by_format"]) == ["0.5", "1.0"]
+    for weight, scores in mixing["by_format"].items():
+        # The same number of anchors in both formats: the mean is the plain mean.
+        mean = (scores["passages_mrr@10"] + scores["windows_mrr@10"]) / 2
+        assert mixing["weights"][weight] == pytest.approx(mean, abs=1e-12)
+    assert mixing["chosen"] == choose_weight(
+        {float(weight): score for weight, score in mixing["weights"].items()}
+    )
+
+
 def test_without_validation_queries_the_largest_weight_is_mixed_in(
     tiny_bert_dir: Path, tmp_path: Path
 ) -> None:

@@ -340,12 +340,11 @@ def test_unusable_data_fails_with_the_file_and_the_fix(tiny_bert_dir: Path, tmp_
     paths = make_root(tmp_path / "no-passages")
     (paths.validated / "chunks.parquet").unlink()
     with pytest.raises(TrainError, match="train.validation_windows") as caught:
-        run_train(params, paths, progress=False)
+        run_train(replace(params, validation_windows=True), paths, progress=False)
     assert "run dvc repro validate" in str(caught.value)
     assert str(paths.validated / "chunks.parquet") in str(caught.value)
-    report = run_train(
-        replace(params, validation_windows=False, max_steps=1), paths, progress=False
-    )
+    # Off, the passages alone are asked: the papers' text is not needed.
+    report = run_train(replace(params, max_steps=1), paths, progress=False)
     assert list(report.metrics["validation_set"]) == ["passages"]
 
 
@@ -353,7 +352,8 @@ def test_validation_over_windows_is_logged_per_format_and_chosen_on_the_mean(
     tiny_bert_dir: Path, tmp_path: Path
 ) -> None:
     paths = make_root(tmp_path)
-    report = run_train(toy_params(tiny_bert_dir, epochs=2), paths, progress=False)
+    params = toy_params(tiny_bert_dir, epochs=2, validation_windows=True)
+    report = run_train(params, paths, progress=False)
     sizes = report.metrics["validation_set"]
     assert sizes["passages"]["queries"] == sizes["windows"]["queries"] == N_VALIDATION
     assert sizes["windows"]["corpus"] == 40  # max_validation_corpus: the relevant + distractors
@@ -368,7 +368,7 @@ def test_validation_over_windows_is_logged_per_format_and_chosen_on_the_mean(
     assert f"{N_VALIDATION} of them over 40 plain windows" in card
 
     passages_only = run_train(
-        toy_params(tiny_bert_dir, epochs=2, validation_windows=False),
+        replace(params, validation_windows=False),
         make_root(tmp_path / "passages"),
         progress=False,
     )

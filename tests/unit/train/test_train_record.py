@@ -197,7 +197,7 @@ def test_training_logs_live_to_mlflow_and_names_the_run(
     from mlflow import MlflowClient
 
     paths = make_root(tmp_path)
-    params = toy_params(tiny_bert_dir, epochs=2)
+    params = toy_params(tiny_bert_dir, epochs=2, validation_windows=True)
     promote = PromoteParams()
     tracking = start_training_run(paths, promote, params)
     assert tracking is not None
