@@ -20,7 +20,8 @@ With ``train.validation_windows`` the same anchors are asked a second time in an
 sets ask the held-out queries. The score the checkpoint and the mixing weight are chosen by
 is then the mean over every query of both formats, so a step that only learned the
 passages' shape is not preferred; each format's own score is logged beside it
-(:func:`format_key`).
+(:func:`format_key`). Off by default: on the blueprints it chose a mixture that did worse
+on the held-out transfer queries (``benchmarks/results/mixing.md``).
 
 The names of the score are here once: what the evaluator returns, what the trainer logs
 (``eval_`` + that), what MLflow shows (:data:`MLFLOW_NAMES`) and what ``metrics/train.json``
