@@ -296,14 +296,6 @@ def _train(
     outcome = Outcome.of(
         trainer.state, params.best_checkpoint_metric, best_by_ir=evaluator is not None
     )
-    if trainer.state.global_step < arguments.max_steps:
-        logger.info(
-            "train: stopped early at step %d of %d: %d evaluations in a row without a better "
-            "validation score (train.early_stopping_patience)",
-            trainer.state.global_step,
-            arguments.max_steps,
-            params.early_stopping_patience,
-        )
     if evaluator is not None and outcome.kept is not None:
         show_kept_scores(trainer.model, evaluator, trainer.state.log_history, outcome.kept["step"])
     mixing = mix_with_start(trainer.model, params, evaluator, base.start, outcome.kept_scores)
@@ -346,6 +338,14 @@ def _train(
         trained_at=trained_at,
     )
     io.write_json(paths.metric_file("train"), metrics)
+    if metrics["stopped_early"]:
+        logger.info(
+            "train: stopped early at step %d of %d: %d evaluations in a row without a better "
+            "validation score (train.early_stopping_patience)",
+            metrics["steps"],
+            metrics["planned_steps"],
+            params.early_stopping_patience,
+        )
     if tracking is not None:
         log_run_summary(
             tracking,
