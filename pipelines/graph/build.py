@@ -51,7 +51,7 @@ from pipelines.graph.terms import corroborated
 from pipelines.graph.workers import MIN_PAPERS_FOR_POOL
 from pipelines.mathtext.concept_phrases import statement_concept_name
 from pipelines.mathtext.names import SurfaceMatcher, match_form, normalise_name
-from pipelines.mathtext.refs import cited_statements
+from pipelines.mathtext.refs import cited_statements, work_keys
 
 # A statement naming more concepts than this is a survey sentence; its pairs say little.
 MAX_COOCCURRING_CONCEPTS = 12
@@ -321,9 +321,12 @@ def _citation_uses(
     defining or stating concept B uses B, for each concept A it defines or states itself.
     Returns the number of citations resolved."""
     cited = cited_statements(
-        (statement.statement_id, document.paper_id, statement.label, statement.refs)
-        for document in documents
-        for statement in document.statements
+        (
+            (statement.statement_id, document.paper_id, statement.label, statement.refs)
+            for document in documents
+            for statement in document.statements
+        ),
+        work_keys((document.paper_id, document.authors) for document in documents),
     )
     stated: dict[str, set[str]] = defaultdict(set)
     for _paper_id, candidate in sightings:

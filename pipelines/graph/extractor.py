@@ -41,6 +41,9 @@ class PaperDocument:
     categories: tuple[str, ...] = ()
     chunks: tuple[Chunk, ...] = ()
     statements: tuple[Statement, ...] = ()
+    # Only for resolving a multi-part work's \ref across its papers (not extracted from,
+    # so not in the cache's document hash).
+    authors: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,7 @@ from pipelines.graph.retries import (
 from pipelines.graph.rules import RulesExtractor
 
 REQUIRED_COLUMNS = {
-    "papers": ["paper_id", "title", "abstract", "categories"],
+    "papers": ["paper_id", "title", "abstract", "categories", "authors"],
     "chunks": ["chunk_id", "paper_id", "chunk_index", "text"],
     "statements": ["statement_id", "paper_id", "kind", "name", "text", "terms", "label", "refs"],
 }
@@ -109,12 +109,14 @@ def documents_from_tables(
             categories=tuple(categories if categories is not None else ()),
             chunks=tuple(chunks_of.get(paper_id, ())),
             statements=tuple(statements_of.get(paper_id, ())),
+            authors=tuple(authors if authors is not None else ()),
         )
-        for paper_id, title, abstract, categories in zip(
+        for paper_id, title, abstract, categories, authors in zip(
             papers["paper_id"].tolist(),
             papers["title"].tolist(),
             papers["abstract"].tolist(),
             papers["categories"].tolist(),
+            papers["authors"].tolist(),
             strict=True,
         )
     ]

@@ -48,6 +48,7 @@ from pipelines.common.tables import (
     SPLITS,
     STORED_QUERY_SETS,
 )
+from pipelines.mathtext.refs import work_keys
 from pipelines.pairs.candidates import (
     Candidates,
     Pair,
@@ -131,7 +132,7 @@ def build_pairs(
 ) -> PairsResult:
     """Training pairs, evaluation queries and qrels, and the counts for ``data.json``."""
     table = ConceptTable.of(concepts)
-    structure = PaperStructure.of(chunks, statements)
+    structure = PaperStructure.of(chunks, statements, _works(papers))
     naming, defining = _naming_and_defining(mentions, table, structure)
     reserved = Reserved.of(table, papers, statements, structure, defining, params)
     text_of_chunk, paper_of_chunk = _chunk_lookups(chunks)
@@ -221,6 +222,14 @@ def _naming_and_defining(
     return naming, defining
 
 
+def _works(papers: pd.DataFrame) -> dict[str, str]:
+    """Each paper's work (its authors), so a multi-part work's papers cite each other by
+    bare label; tables built in code without ``authors`` have none (the stage reads it)."""
+    if "authors" not in papers:
+        return {}
+    return work_keys(zip(papers["paper_id"], papers["authors"], strict=True))
+
+
 def _statement_info(
     statements: pd.DataFrame,
     structure: PaperStructure,
@@ -241,6 +250,7 @@ def _statement_info(
         paper_of_chunk=paper_of_chunk,
         text_of_chunk=text_of_chunk,
         reserved_passages=frozenset(reserved.chunks),
+        labels=structure.labels,
     )
 
 

@@ -199,6 +199,7 @@ class StatementInfo:
     paper_of_chunk: Mapping[str, str]
     text_of_chunk: Mapping[str, str]
     reserved_passages: frozenset[str]  # passages that are never a positive (held out)
+    labels: LabelIndex  # what a citing sentence's \ref resolves to (the paper structure's)
 
     def trainable_passage(self, statement_id: str) -> tuple[str, str] | None:
         """The passage where a statement starts, as ``(chunk_id, text)``: what a description
@@ -260,9 +261,6 @@ def build_descriptions(
         else:
             out.pairs.append((slogan, passage[1], "slogan", statement_id, passage[0]))
 
-    labels = LabelIndex(
-        zip(statements["statement_id"], statements["paper_id"], statements["label"], strict=True)
-    )
     citing = (
         zip(papers["paper_id"], papers["citing_sentences"], papers["citing_labels"], strict=True)
         if {"citing_sentences", "citing_labels"} <= set(papers.columns)
@@ -275,7 +273,7 @@ def build_descriptions(
                 dict.fromkeys(
                     target
                     for label in joined.split(",")
-                    if (target := labels.resolve(paper_id, label)) is not None
+                    if (target := info.labels.resolve(paper_id, label)) is not None
                 )
             )
             if not targets:

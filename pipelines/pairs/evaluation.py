@@ -33,7 +33,7 @@ so the evaluation reports seen and unseen papers separately.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import pandas as pd
@@ -42,7 +42,7 @@ from pipelines.common.config import PairsParams
 from pipelines.common.tables import QRELS_SCHEMA, QUERIES_SCHEMA
 from pipelines.mathtext.names import SurfaceMatcher, match_form
 from pipelines.mathtext.passages import PassageFinder
-from pipelines.mathtext.refs import cited_statements, citing_statements
+from pipelines.mathtext.refs import LabelIndex, citing_statements
 from pipelines.pairs.stable import query_id
 
 QUERY_COLUMNS = QUERIES_SCHEMA.names
@@ -70,9 +70,17 @@ class PaperStructure:
     cited: dict[str, list[str]]  # statement_id -> the statements it (or its proof) cites
     citing: dict[str, list[str]]  # the inverse
     finders: dict[str, PassageFinder]  # paper_id -> its passages, in order
+    labels: LabelIndex  # what a \ref resolves to, here and in the descriptions
 
     @classmethod
-    def of(cls, chunks: pd.DataFrame, statements: pd.DataFrame) -> PaperStructure:
+    def of(
+        cls,
+        chunks: pd.DataFrame,
+        statements: pd.DataFrame,
+        work_of: Mapping[str, str] | None = None,
+    ) -> PaperStructure:
+        """``work_of``: each paper's work (:func:`~pipelines.mathtext.refs.work_keys`), so
+        the parts of one work cite each other by bare label."""
         ordered = chunks.sort_values(["paper_id", "chunk_index"], kind="stable")
         texts: dict[str, list[tuple[str, str]]] = defaultdict(list)
         for paper_id, chunk_id, text in zip(
@@ -104,10 +112,11 @@ class PaperStructure:
             if proof:
                 proof_of[statement_id] = proof
                 proof_span_of[statement_id] = finder.span(proof)
-        cited = cited_statements(
-            (sid, paper, label, refs) for sid, paper, label, _t, refs, _p in rows
+        labels = LabelIndex([(sid, paper, label) for sid, paper, label, *_ in rows], work_of)
+        cited = labels.cited((sid, paper, refs) for sid, paper, _l, _t, refs, _p in rows)
+        return cls(
+            span_of, proof_span_of, proof_of, cited, citing_statements(cited), passages, labels
         )
-        return cls(span_of, proof_span_of, proof_of, cited, citing_statements(cited), passages)
 
     def defining(self, statement_ids: Iterable[str], naming: set[str]) -> set[str]:
         """The passages defining or stating a concept: where each of its ``statement_ids``

@@ -18,7 +18,7 @@ from pipelines.common.tables import TABLES, write_table
 from pipelines.pairs.build import build_pairs
 
 REQUIRED_COLUMNS = {
-    "papers": ["paper_id", "citing_sentences", "citing_labels"],
+    "papers": ["paper_id", "authors", "citing_sentences", "citing_labels"],
     "chunks": ["chunk_id", "paper_id", "chunk_index", "text"],
     "statements": [
         "statement_id",

@@ -411,6 +411,7 @@ def test_run_graph_with_llm_params(
                 "title": ["Bailey chains"],
                 "abstract": ["An abstract."],
                 "categories": [["math.CO"]],
+                "authors": [["A. Author"]],
             }
         ),
     )

@@ -248,3 +248,30 @@ def test_what_is_no_description(text: str, reason: str | None) -> None:
 )
 def test_a_reference_that_was_part_of_the_sentence_leaves_a_hole(sentence: str, hole: bool) -> None:
     assert reference_left_a_hole(sentence) is hole
+
+
+def with_bare_labels(authors: list[list[str]]) -> dict[str, pd.DataFrame]:
+    """The tables, P2's sentences citing P1's lemmas by bare label (a work whose chapters
+    are served as papers: a Lean blueprint), P1 and P2 written by ``authors``."""
+    data = tables()
+    papers = data["papers"].copy()
+    papers["citing_labels"] = [[], ["lemma-a", "lemma-b", "lemma-z", "lemma-b"]]
+    papers["authors"] = pd.Series(authors, dtype=object)
+    data["papers"] = papers
+    return data
+
+
+def test_the_papers_of_one_work_cite_each_other_by_bare_label() -> None:
+    same = [["Ann Author", "Bo Writer"], ["Bo Writer", "Ann Author"]]
+    counts = build_pairs(**with_bare_labels(same), params=params()).counts
+    assert counts["descriptions"]["pairs"] == {"slogan": 1, "citing": 1}
+    assert counts["descriptions"]["left_out"]["citing_cites_no_statement"] == 1  # lemma-z
+    assert counts["queries_by_set"] == {"named": 0, "described": 2}
+
+
+def test_a_bare_label_in_a_strangers_paper_cites_nothing() -> None:
+    strangers = [["Ann Author"], ["Cy Other"]]
+    counts = build_pairs(**with_bare_labels(strangers), params=params()).counts
+    assert counts["descriptions"]["pairs"] == {"slogan": 1, "citing": 0}
+    assert counts["descriptions"]["left_out"]["citing_cites_no_statement"] == 4  # all of them
+    assert counts["queries_by_set"] == {"named": 0, "described": 1}  # the held-out slogan

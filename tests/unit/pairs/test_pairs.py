@@ -146,6 +146,7 @@ def generated(n_papers: int, n_concepts: int, *, seed: int = 3) -> Tables:
         "papers": pd.DataFrame(
             {
                 "paper_id": papers,
+                "authors": [[f"Author {paper_id}"] for paper_id in papers],
                 "citing_sentences": [[] for _ in papers],
                 "citing_labels": [[] for _ in papers],
             }
