@@ -20,12 +20,13 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 
 
-def work_keys(authors_of: Iterable[tuple[str, Sequence[str]]]) -> dict[str, str]:
+def work_keys(authors_of: Iterable[tuple[str, Sequence[str] | None]]) -> dict[str, str]:
     """``paper_id -> work key`` for ``(paper_id, authors)``: papers with the same authors
     (in any order, case and spacing aside) share a key; a paper without authors has none."""
     keys: dict[str, str] = {}
     for paper_id, authors in authors_of:
-        names = sorted({" ".join(str(name).split()).casefold() for name in authors} - {""})
+        listed = () if authors is None else authors  # a missing list: no work
+        names = sorted({" ".join(str(name).split()).casefold() for name in listed} - {""})
         if names:
             keys[paper_id] = "; ".join(names)
     return keys

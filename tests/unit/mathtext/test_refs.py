@@ -51,6 +51,7 @@ WORKS = work_keys(
         ("w2", ["bo  writer", "Ann Author"]),
         ("x", ["Cy Other"]),
         ("anonymous", []),
+        ("unknown", None),
     ]
 )
 IN_WORKS = [
@@ -63,7 +64,7 @@ IN_WORKS = [
 
 def test_work_keys_group_papers_by_their_authors_in_any_order_or_case() -> None:
     assert WORKS["w1"] == WORKS["w2"] != WORKS["x"]
-    assert "anonymous" not in WORKS  # no authors: no work to share
+    assert "anonymous" not in WORKS and "unknown" not in WORKS  # no authors: no work to share
 
 
 def test_a_bare_label_resolves_within_the_work_and_never_to_a_stranger() -> None:
