@@ -59,12 +59,17 @@ _INTRODUCER = (
     r"[Ss]ee(?:\s+also)?|[Bb]y|cf\.?|[Ff]rom|[Uu]sing|[Aa]pplying|[Vv]ia|[Tt]hanks\s+to"
     r"|[Ii]n\s+view\s+of|[Ff]ollowing"
 )
-# "by Lemma [ref]", "see Lemmas [ref], [ref] and [ref]", "Properties [ref] -- [ref]".
-_REF_PHRASE = re.compile(
-    rf"(?:\b(?:{_INTRODUCER})\s+)?(?:{_PART_TITLE}?(?:the\s+)?"
-    rf"(?:(?:{_KINDS})s?|Corollaries|Properties)\s*)?{_REF}"
+# "Lemma [ref]", "Lemmas [ref], [ref] and [ref]", "Properties [ref] -- [ref]".
+_REFERENCES = (
+    rf"(?:{_PART_TITLE}?(?:the\s+)?(?:(?:{_KINDS})s?|Corollaries|Properties)\s*)?{_REF}"
     rf"(?:\s*(?:,|and|or|,\s*and|--|\u2013|-)\s*(?:(?:{_KINDS})s?\s*)?{_REF})*"
 )
+# ... with what introduces them: "by Lemma [ref]", "see [ref]".
+_REF_PHRASE = re.compile(rf"(?:\b(?:{_INTRODUCER})\s+)?{_REFERENCES}")
+# "By [ref] and the pigeonhole principle, ...", "follows from Lemma [ref] and the fact that":
+# the introducer also introduces what follows "and", so it stays ("By the pigeonhole
+# principle, ..."); removed with the reference it left "And the pigeonhole principle".
+_REF_AND = re.compile(rf"\b({_INTRODUCER})\s+{_REFERENCES}\s+and\s+(?=[a-z$\\])")
 _CITE_PHRASE = re.compile(
     rf"(?:\b(?:[Ss]ee(?:\s+also)?|cf\.?)\s+)?{re.escape(CITE_PLACEHOLDER)}"
     rf"(?:\s*,\s*{re.escape(CITE_PLACEHOLDER)})*"
@@ -88,10 +93,12 @@ _FUNCTION_WORDS = word_set(
     write thing things"""
 )
 MAX_MATH_SHARE = 0.6  # of its characters inside $…$
-# Where a removed reference left a hole ("follows from and the fact", "defined in is"): the
-# sentence still trains, but as a query it reads as a fragment.
+# Where a removed reference left a hole ("follows from and the fact", "defined in is",
+# "shown in to characterize"): the sentence still trains, but as a query it reads as a
+# fragment.
 _HOLE = re.compile(
-    r"\b(?:in|from|of|by|to|with|using|via|see|under|on)\s*(?:[.,;:)]|$|(?:and|is|are)\b)"
+    r"\b(?:in|from|of|by|to|with|using|via|see|under|on)"
+    r"(?:\s*(?:[.,;:)]|$)|\s+(?:and|is|are|to)\b)"  # "shown in to characterize"
 )
 # A reference phrase the sentence reads without: an aside ("by Lemma [ref]", "see [ref]",
 # "from [ref]") or one inside brackets. Any other is a part of speech ("the hypotheses of
@@ -132,9 +139,11 @@ def reference_left_a_hole(sentence: str) -> bool:
 def clean_citing_sentence(sentence: str) -> str:
     """The sentence without its reference and citation phrases and the brackets they leave:
     "Hence $B$ is finite over $A$ (Algebra, Lemma [ref])." -> "Hence $B$ is finite over $A$.";
-    "Theorem [ref] shows that every $X$ is $Y$." -> "Every $X$ is $Y$." (:func:`described_part`).
+    "Theorem [ref] shows that every $X$ is $Y$." -> "Every $X$ is $Y$." (:func:`described_part`);
+    "By [ref] and the pigeonhole principle, ..." -> "By the pigeonhole principle, ...".
     """
-    text = _REF_PHRASE.sub("", described_part(sentence))
+    text = _REF_AND.sub(r"\1 ", described_part(sentence))
+    text = _REF_PHRASE.sub("", text)
     text = _CITE_PHRASE.sub("", text)
     previous = None
     while previous != text:  # "(see (Lemma [ref]))" empties in two rounds

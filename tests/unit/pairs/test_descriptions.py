@@ -244,10 +244,43 @@ def test_what_is_no_description(text: str, reason: str | None) -> None:
         ("The module is flat as in Lemma [ref].", True),
         # A dangling preposition without a reference phrase too (the older rule).
         ("This follows from and the fact that the map is open.", True),
+        ("This law was shown in [cite] to characterize the Sheffer stroke.", True),
+        # A preposition run into "to" is a word, not a hole.
+        ("The map factors through a scheme mapping onto the base and into $S$.", False),
+        # The introducer stays with what it also introduced.
+        ("By [ref] and the pigeonhole principle, some fibre has two points.", False),
+        ("This follows from Lemma [ref] and the fact that $F$ is coherent.", False),
     ],
 )
 def test_a_reference_that_was_part_of_the_sentence_leaves_a_hole(sentence: str, hole: bool) -> None:
     assert reference_left_a_hole(sentence) is hole
+
+
+@pytest.mark.parametrize(
+    ("sentence", "cleaned"),
+    [
+        (
+            "By [ref] and the pigeonhole principle, some fibre has two points.",
+            "By the pigeonhole principle, some fibre has two points.",
+        ),
+        (
+            "The optimization follows from Lemma [ref] and routine calculations.",
+            "The optimization follows from routine calculations.",
+        ),
+        (
+            "This follows from Lemma [ref] and the fact that $F$ is coherent.",
+            "This follows from the fact that $F$ is coherent.",
+        ),
+        # "and" joining two references, or a reference and a citation: both go.
+        (
+            "It follows from Lemma [ref] and Lemma [ref] that the sheaf is coherent.",
+            "It follows that the sheaf is coherent.",
+        ),
+        ("By Lemma [ref] and Proposition [ref] the map is flat.", "The map is flat."),
+    ],
+)
+def test_a_reference_joined_by_and_leaves_its_introducer(sentence: str, cleaned: str) -> None:
+    assert clean_citing_sentence(sentence) == cleaned
 
 
 def with_bare_labels(authors: list[list[str]]) -> dict[str, pd.DataFrame]:
