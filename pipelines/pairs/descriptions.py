@@ -66,10 +66,17 @@ _REFERENCES = (
 )
 # ... with what introduces them: "by Lemma [ref]", "see [ref]".
 _REF_PHRASE = re.compile(rf"(?:\b(?:{_INTRODUCER})\s+)?{_REFERENCES}")
-# "By [ref] and the pigeonhole principle, ...", "follows from Lemma [ref] and the fact that":
-# the introducer also introduces what follows "and", so it stays ("By the pigeonhole
-# principle, ..."); removed with the reference it left "And the pigeonhole principle".
-_REF_AND = re.compile(rf"\b({_INTRODUCER})\s+{_REFERENCES}\s+and\s+(?=[a-z$\\])")
+# "By [ref] and the pigeonhole principle, ...", "follows from Lemma [ref] and the fact
+# that", "see [ref] and the discussion": here the introducer also introduces what follows
+# "and", so it stays ("By the pigeonhole principle, ..."); removed with the reference it
+# left "And the pigeonhole principle". Elsewhere "and" may join predicates ("is flat by
+# [ref] and hence open"), and the introducer goes with the reference as before.
+_KEEPS_ITS_OBJECT = (
+    r"^\s*(?:By|Using|From|Applying|Via|Thanks\s+to|In\s+view\s+of|Following)"
+    r"|\bfollow(?:s|ed|ing)?(?:\s+(?:immediately|directly|easily|readily))?\s+from"
+    r"|\b(?:[Ss]ee(?:\s+also)?|cf\.)"
+)
+_REF_AND = re.compile(rf"({_KEEPS_ITS_OBJECT})\s+{_REFERENCES}\s+and\s+(?=[a-z$\\])")
 _CITE_PHRASE = re.compile(
     rf"(?:\b(?:[Ss]ee(?:\s+also)?|cf\.?)\s+)?{re.escape(CITE_PLACEHOLDER)}"
     rf"(?:\s*,\s*{re.escape(CITE_PLACEHOLDER)})*"

@@ -277,6 +277,15 @@ def test_a_reference_that_was_part_of_the_sentence_leaves_a_hole(sentence: str, 
             "It follows that the sheaf is coherent.",
         ),
         ("By Lemma [ref] and Proposition [ref] the map is flat.", "The map is flat."),
+        # Mid-sentence "by" with "and" joining predicates: the introducer goes as before.
+        (
+            "Then $A$ is geometrically irreducible by Lemma [ref] and hence an abelian variety.",
+            "Then $A$ is geometrically irreducible and hence an abelian variety.",
+        ),
+        (
+            "Thus we obtain a morphism (see Lemma [ref] and the discussion following it).",
+            "Thus we obtain a morphism (see the discussion following it).",
+        ),
     ],
 )
 def test_a_reference_joined_by_and_leaves_its_introducer(sentence: str, cleaned: str) -> None:
