@@ -93,8 +93,8 @@ repro: build ## run the pipeline (dvc repro: data, validate, train, evaluate) on
 DEMO_QUERY ?= Cohen-Macaulay morphisms decompose into clopens of pure relative dimension
 demo: build ## the nightly flow once on the sample mirror, then its results and a search
 	$(VENV)/bin/mathembed nightly
-	$(VENV)/bin/mathembed status
-	@if $(VENV)/bin/mathembed status | grep -q '^champion *v'; then \
+	@status="$$($(VENV)/bin/mathembed status)"; echo "$$status"; \
+	if grep -q '^champion *v' <<< "$$status"; then \
 		$(VENV)/bin/mathembed search "$(DEMO_QUERY)" -k 3; \
 	else \
 		echo "no champion yet: the candidate did not beat the base model (reason above), so there is no model to search with"; \
